@@ -1,0 +1,39 @@
+# Two commands do all set-up: `make run` and `make test` (see README.md).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP_FLAGS ?= --quiet --disable-pip-version-check
+
+.PHONY: run test test-all lint bench install clean
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "CEMS needs Python 3.11 or newer")'
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+## Remember a few memories on the embedded PostgreSQL and search them.
+run: $(VENV)/.installed
+	$(BIN)/cems demo
+
+## Install with test extras and run the test suite (benchmarks excluded).
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+
+bench: $(VENV)/.installed-test
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build dist *.egg-info

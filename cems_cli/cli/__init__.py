@@ -1,0 +1,1 @@
+"""The `cems` command line (Typer + rich), one module per command group."""

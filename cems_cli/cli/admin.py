@@ -1,0 +1,162 @@
+"""Administration: status, the embedded server (db), reindex, and the demo that `make run` shows."""
+
+from __future__ import annotations
+
+import typer
+
+from cems_cli.cli.common import JsonOption, console, emit_json, fail
+
+db_app = typer.Typer(help="The embedded PostgreSQL server.", no_args_is_help=True)
+
+
+def _server_state() -> dict:
+    from cems_cli.config import get_settings
+    from cems_cli.paths import pgdata_path
+    from cems_cli.store.server import data_dir_size, read_postmaster
+
+    settings = get_settings()
+    if settings.database_url:
+        from cems_cli.store.db import locate
+
+        return {"embedded": False, "location": locate(settings, start=False).description, "running": None}
+    pgdata = pgdata_path(settings.home)
+    state = read_postmaster(pgdata)
+    return {
+        "embedded": True, "location": str(pgdata), "running": state is not None,
+        "pid": state.pid if state else None,
+        "socket": str(state.socket_dir) if state and state.socket_dir else None,
+        "size_bytes": data_dir_size(pgdata) if pgdata.exists() else 0,
+    }
+
+
+@db_app.command("status")
+def db_status(as_json: bool = JsonOption) -> None:
+    """Is the embedded server running, where, and how big is it."""
+    info = _server_state()
+    if as_json:
+        emit_json(info)
+        return
+    if not info["embedded"]:
+        console.print(f"Using {info['location']} (CEMS_DATABASE_URL); no embedded server.")
+    elif info["running"]:
+        console.print(f"running  pid {info['pid']}  data {info['location']}  ({_size(info['size_bytes'])})")
+    else:
+        console.print(f"stopped  data {info['location']}")
+
+
+@db_app.command("start")
+def db_start(as_json: bool = JsonOption) -> None:
+    """Start the embedded server (commands start it on demand anyway)."""
+    from cems_cli.config import get_settings
+    from cems_cli.paths import pgdata_path
+    from cems_cli.store.server import ensure_server
+
+    settings = get_settings()
+    if settings.database_url:
+        fail("CEMS_DATABASE_URL is set: there is no embedded server to start")
+    state = ensure_server(pgdata_path(settings.home))
+    if as_json:
+        emit_json({"running": True, "pid": state.pid})
+    else:
+        console.print(f"running  pid {state.pid}")
+
+
+@db_app.command("stop")
+def db_stop(as_json: bool = JsonOption) -> None:
+    """Stop the embedded server."""
+    from cems_cli.config import get_settings
+    from cems_cli.paths import pgdata_path
+    from cems_cli.store.server import stop_server
+
+    settings = get_settings()
+    if settings.database_url:
+        fail("CEMS_DATABASE_URL is set: there is no embedded server to stop")
+    was_running = stop_server(pgdata_path(settings.home))
+    if as_json:
+        emit_json({"stopped": was_running, "running": False})
+    else:
+        console.print("stopped" if was_running else "not running")
+
+
+def status(as_json: bool = JsonOption) -> None:
+    """Counts by category and scope, where the data lives, the model, and the server state."""
+    from cems_cli.cli.common import service
+    from cems_cli.store import memories
+
+    with service() as svc:
+        rows = memories.counts(svc.conn, svc.identity)
+        settings = svc.settings
+        info = {
+            "user": settings.user, "team": settings.team, "project": settings.current_project(),
+            "home": str(settings.home),
+            "embedding": {"backend": settings.embedding_backend, "model": settings.resolved_embedding_model,
+                          "dim": settings.resolved_embedding_dim},
+            "llm": {"configured": settings.llm_configured, "model": settings.llm_model if settings.llm_configured
+                    else None},
+            "database": _server_state(),
+            "counts": [{"scope": s, "category": c, "count": n} for s, c, n in rows],
+            "total": sum(n for _, _, n in rows),
+        }
+    if as_json:
+        emit_json(info)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"CEMS — {info['total']} memories for {settings.user}"
+                  + (f" (team {settings.team})" if settings.team else ""))
+    table.add_column("scope")
+    table.add_column("category")
+    table.add_column("count", justify="right")
+    for entry in info["counts"]:
+        table.add_row(entry["scope"], entry["category"], str(entry["count"]))
+    console.print(table)
+    db = info["database"]
+    where = db["location"] + (f" ({_size(db['size_bytes'])}, pid {db['pid']})" if db["embedded"] else "")
+    console.print(f"database  {where}")
+    console.print(f"model     {settings.embedding_backend}: {settings.resolved_embedding_model} "
+                  f"({settings.resolved_embedding_dim} dims)")
+    console.print(f"project   {info['project']}")
+    console.print(f"llm       {'configured: ' + settings.llm_model if settings.llm_configured else 'none (offline)'}")
+
+
+def reindex(as_json: bool = JsonOption) -> None:
+    """Re-embed every memory with the configured embedding model."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from cems_cli.config import get_settings
+    from cems_cli.embedding import get_embedder
+    from cems_cli.store.db import connect
+    from cems_cli.store.reindex import reindex as run_reindex
+
+    settings = get_settings()
+    conn = connect(settings, check_dimension=False)
+    try:
+        embedder = get_embedder(settings)
+        with Progress(TextColumn("re-embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                      console=console, disable=as_json, transient=False) as bar:
+            task = bar.add_task("reindex", total=None)
+            count = run_reindex(conn, embedder, settings.resolved_embedding_model,
+                                progress=lambda done, total: bar.update(task, completed=done, total=total))
+    finally:
+        conn.close()
+    if as_json:
+        emit_json({"chunks": count, "model": settings.resolved_embedding_model, "dim": embedder.dim})
+    else:
+        console.print(f"Re-embedded {count} chunks with {settings.resolved_embedding_model} ({embedder.dim} dims)")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(status)
+    app.command()(reindex)
+    app.add_typer(db_app, name="db")
+    from cems_cli.cli import demo
+
+    app.command()(demo.demo)

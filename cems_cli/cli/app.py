@@ -1,0 +1,65 @@
+"""Entry point: `cems` → this app. Heavy imports happen inside commands, not here."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from cems_cli.cli import admin, memory
+
+app = typer.Typer(
+    name="cems",
+    help="CEMS: long-term memory and guard rails for AI coding agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+memory.register(app)
+admin.register(app)
+
+
+def _register_optional_groups() -> None:
+    # Command groups that other parts of CEMS contribute; each registers itself when present.
+    import importlib
+
+    for name in ("rules", "hooks", "observer", "evaluation"):
+        try:
+            module = importlib.import_module(f"cems_cli.cli.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"cems_cli.cli.{name}":
+                raise
+            continue
+        module.register(app)
+
+
+_register_optional_groups()
+
+
+def main(argv: list[str] | None = None) -> None:
+    from cems_cli.cli.common import describe_error, err_console
+
+    try:
+        app(args=argv)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except Exception as error:  # noqa: BLE001 - every failure must end as one line, not a traceback
+        described = describe_error(error)
+        if described is None:
+            import os
+
+            if os.environ.get("CEMS_DEBUG"):
+                raise
+            err_console.print(f"error: internal error: {type(error).__name__}: {error}", markup=False, soft_wrap=True)
+            err_console.print("(set CEMS_DEBUG=1 for the traceback)", markup=False)
+            sys.exit(1)
+        message, code = described
+        err_console.print(f"error: {message}", markup=False, soft_wrap=True)
+        sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""Memory commands: remember, search, list, show, forget, pin, share."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from cems_cli.cli.common import JsonOption, console, emit_json, fail, service, short_id
+
+CATEGORY_HELP = "preferences, decisions, patterns, context, learnings, general or rules"
+
+
+def _read_text(text: str) -> str | bytes:
+    if text == "-":
+        return sys.stdin.buffer.read()
+    return text
+
+
+def remember(
+    text: str = typer.Argument(..., help="The memory text, or - to read it from stdin."),
+    category: str = typer.Option("general", "--category", "-c", help=CATEGORY_HELP),
+    tags: str = typer.Option("", "--tags", "-t", help="Comma-separated tags."),
+    scope: str = typer.Option("personal", "--scope", help="personal or shared"),
+    project: str = typer.Option(None, "--project", "-p", help="Project id (org/repo); default: the current one."),
+    no_project: bool = typer.Option(False, "--no-project", help="Store without a project reference."),
+    pin: bool = typer.Option(False, "--pin", help="Pin it: exempt from decay, boosted in search."),
+    title: str = typer.Option(None, "--title", help="A short title."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Remember TEXT; prints the memory id (the existing one if the text is already stored)."""
+    from cems_cli.project import normalize_project
+
+    with service() as svc:
+        source_ref = None if no_project else (normalize_project(project) if project else
+                                              svc.settings.current_project())
+        memory_id, created = svc.remember(_read_text(text), category=category, tags=tags, scope=scope,
+                                          project=source_ref, pin=pin, title=title)
+    if as_json:
+        emit_json({"id": memory_id, "created": created})
+    else:
+        console.print(memory_id if created else f"{memory_id} (already remembered)")
+
+
+def search(
+    query: str = typer.Argument(..., help="What to look for."),
+    limit: int = typer.Option(None, "--limit", "-n", help="How many results (default CEMS_SEARCH_LIMIT, 5)."),
+    category: str = typer.Option(None, "--category", "-c", help=CATEGORY_HELP),
+    scope: str = typer.Option("both", "--scope", help="personal, shared or both"),
+    project: str = typer.Option(None, "--project", "-p", help="Only memories of this project."),
+    mode: str = typer.Option(None, "--mode", help="vector, hybrid or auto (default CEMS_SEARCH_MODE)."),
+    explain: bool = typer.Option(False, "--explain", help="Show why each result ranks where it does."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Search memories; prints ranked results."""
+    from cems_cli.project import normalize_project
+
+    if limit is not None and limit < 1:
+        fail("--limit must be at least 1")
+    with service() as svc:
+        results = svc.search(query, limit=limit, category=category, scope=scope,
+                             project=normalize_project(project) if project else None, mode=mode, explain=explain)
+    if as_json:
+        emit_json({"results": [r.to_json(with_explain=explain) for r in results]})
+        return
+    if not results:
+        console.print("No memories found.")
+        return
+    from rich.table import Table
+
+    table = Table(title=f"Search: {query}", show_lines=False)
+    for column, style in (("#", "dim"), ("id", "cyan"), ("score", "green"), ("category", "magenta"),
+                          ("memory", "")):
+        table.add_column(column, style=style, overflow="fold")
+    for rank, result in enumerate(results, start=1):
+        table.add_row(str(rank), short_id(result.id), f"{result.score:.3f}", result.category, result.snippet)
+    console.print(table)
+    if explain:
+        _print_explain(results)
+
+
+def _print_explain(results: list[Any]) -> None:
+    import json
+
+    for rank, result in enumerate(results, start=1):
+        console.print(f"[bold]#{rank} {short_id(result.id)}[/bold]")
+        console.print(json.dumps(result.explain, indent=2, default=str), markup=False)
+
+
+def list_(
+    category: str = typer.Option(None, "--category", "-c", help=CATEGORY_HELP),
+    scope: str = typer.Option("both", "--scope", help="personal, shared or both"),
+    project: str = typer.Option(None, "--project", "-p", help="Only memories of this project."),
+    limit: int = typer.Option(50, "--limit", "-n"),
+    as_json: bool = JsonOption,
+) -> None:
+    """List memories, pinned first, newest first."""
+    from cems_cli.project import normalize_project
+
+    with service() as svc:
+        records = svc.list(scope=scope, category=category, limit=limit,
+                           project=normalize_project(project) if project else None)
+    if as_json:
+        emit_json({"memories": [r.to_json() for r in records]})
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{len(records)} memories")
+    for column in ("id", "category", "scope", "created", "memory"):
+        table.add_column(column, overflow="fold")
+    for r in records:
+        flat = " ".join(r.content.split())
+        text = ("📌 " if r.pinned else "") + (flat if len(flat) <= 120 else flat[:119] + "…")
+        table.add_row(short_id(r.id), r.category, r.scope, r.created_at.strftime("%Y-%m-%d"), text)
+    console.print(table)
+
+
+def show(memory_id: str = typer.Argument(..., help="Memory id (or a unique prefix)."),
+         as_json: bool = JsonOption) -> None:
+    """Show one memory with all its metadata."""
+    with service() as svc:
+        record = svc.get(memory_id)
+    data = record.to_json()
+    if as_json:
+        emit_json(data)
+        return
+    from rich.table import Table
+
+    table = Table(show_header=False, title=f"Memory {record.id}")
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    for key, value in data.items():
+        if key != "content":
+            table.add_row(key, "" if value is None else str(value))
+    console.print(table)
+    console.print(record.content, markup=False)
+
+
+def forget(memory_id: str = typer.Argument(..., help="Memory id (or a unique prefix)."),
+           purge: bool = typer.Option(False, "--purge", help="Delete for good instead of archiving."),
+           as_json: bool = JsonOption) -> None:
+    """Forget a memory (archived: excluded from search; --purge deletes it)."""
+    with service() as svc:
+        forgotten = svc.forget(memory_id, purge=purge)
+    if as_json:
+        emit_json({"id": forgotten, "archived": not purge, "purged": purge})
+    else:
+        console.print(f"{'Purged' if purge else 'Forgot'} {forgotten}")
+
+
+def pin(memory_id: str = typer.Argument(..., help="Memory id (or a unique prefix)."),
+        reason: str = typer.Option(None, "--reason", help="Why it matters."),
+        pin_category: str = typer.Option(
+            None, "--pin-category", help="guideline, convention, architecture, standard or documentation"),
+        unpin: bool = typer.Option(False, "--unpin", help="Remove the pin."),
+        as_json: bool = JsonOption) -> None:
+    """Pin a memory: never decays, ranks a little higher, included in session profiles."""
+    with service() as svc:
+        pinned = svc.pin(memory_id, reason=reason, pin_category=pin_category, unpin=unpin)
+    if as_json:
+        emit_json({"id": pinned, "pinned": not unpin, "reason": reason, "pin_category": pin_category})
+    else:
+        console.print(f"{'Unpinned' if unpin else 'Pinned'} {pinned}")
+
+
+def share(id_or_text: str = typer.Argument(..., help="A memory id to share, or new text (- for stdin)."),
+          team: str = typer.Option(None, "--team", help="Team to share with (default CEMS_TEAM)."),
+          as_json: bool = JsonOption) -> None:
+    """Share a memory with your team (a shared-scope copy every member can find)."""
+    with service() as svc:
+        value = _read_text(id_or_text)
+        text = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+        memory_id, created = svc.share(text, team=team)
+        team_name = svc.settings.team
+    if as_json:
+        emit_json({"id": memory_id, "created": created, "team": team_name, "scope": "shared"})
+    else:
+        console.print(f"{memory_id} shared with team {team_name}" + ("" if created else " (already shared)"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(remember)
+    app.command()(search)
+    app.command("list")(list_)
+    app.command()(show)
+    app.command()(forget)
+    app.command()(pin)
+    app.command()(share)

@@ -1,0 +1,49 @@
+"""Domain vocabulary shared by every layer: categories, scopes, pin categories."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class MemoryCategory(StrEnum):
+    PREFERENCES = "preferences"
+    DECISIONS = "decisions"
+    PATTERNS = "patterns"
+    CONTEXT = "context"
+    LEARNINGS = "learnings"
+    GENERAL = "general"
+    RULES = "rules"
+
+
+class MemoryScope(StrEnum):
+    PERSONAL = "personal"
+    SHARED = "shared"
+
+
+class SearchScope(StrEnum):
+    PERSONAL = "personal"
+    SHARED = "shared"
+    BOTH = "both"
+
+
+class PinCategory(StrEnum):
+    GUIDELINE = "guideline"
+    CONVENTION = "convention"
+    ARCHITECTURE = "architecture"
+    STANDARD = "standard"
+    DOCUMENTATION = "documentation"
+
+
+class SearchMode(StrEnum):
+    VECTOR = "vector"
+    HYBRID = "hybrid"
+    AUTO = "auto"
+
+
+def parse_choice(enum_cls: type[StrEnum], value: str, what: str) -> StrEnum:
+    """Turn user text into an enum member, or raise ValueError naming the allowed values."""
+    try:
+        return enum_cls(value.strip().lower())
+    except ValueError:
+        allowed = ", ".join(m.value for m in enum_cls)
+        raise ValueError(f"unknown {what} {value!r} (expected one of: {allowed})") from None

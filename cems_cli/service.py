@@ -1,0 +1,263 @@
+"""The memory operations every front end shares (CLI, hooks, observer, eval): one place, one flow."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from cems_cli.config import Settings
+from cems_cli.models import MemoryCategory, MemoryScope, PinCategory, SearchScope, parse_choice
+from cems_cli.store.records import MemoryRecord, NewMemory
+from cems_cli.text.normalize import InvalidText, clean_text, content_hash
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from cems_cli.embedding import Embedder
+    from cems_cli.store.memories import Identity
+
+
+class UserError(ValueError):
+    """Bad input from the user: shown as one line, exit code 2, nothing stored."""
+
+
+@dataclass
+class SearchResult:
+    id: str
+    score: float
+    category: str
+    content: str
+    snippet: str
+    title: str | None
+    tags: list[str]
+    scope: str
+    source_ref: str | None
+    pinned: bool
+    created_at: datetime
+    explain: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self, with_explain: bool = False) -> dict[str, Any]:
+        data = {
+            "id": self.id, "score": round(self.score, 6), "category": self.category, "content": self.content,
+            "snippet": self.snippet, "title": self.title, "tags": self.tags, "scope": self.scope,
+            "source_ref": self.source_ref, "pinned": self.pinned, "created_at": self.created_at.isoformat(),
+        }
+        if with_explain:
+            data["explain"] = self.explain
+        return data
+
+
+def parse_tags(raw: str | Sequence[str] | None) -> list[str]:
+    if raw is None:
+        return []
+    items = raw.split(",") if isinstance(raw, str) else list(raw)
+    tags: list[str] = []
+    for item in items:
+        tag = item.strip()
+        if tag and tag not in tags:
+            tags.append(tag)
+    return tags
+
+
+class MemoryService:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._conn: psycopg.Connection | None = None
+        self._embedder: Embedder | None = None
+
+    # Resources ------------------------------------------------------------------------------------
+    @property
+    def conn(self) -> psycopg.Connection:
+        if self._conn is None:
+            from cems_cli.store.db import connect
+
+            self._conn = connect(self.settings)
+        return self._conn
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from cems_cli.embedding import get_embedder
+
+            self._embedder = get_embedder(self.settings)
+        return self._embedder
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> MemoryService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def identity(self) -> Identity:
+        from cems_cli.store.memories import Identity
+
+        return Identity(self.settings.user, self.settings.team)
+
+    # Writing --------------------------------------------------------------------------------------
+    def prepare(self, text: str | bytes, *, category: str = "general", scope: str = "personal",
+                tags: str | Sequence[str] | None = None, title: str | None = None, project: str | None = None,
+                source: str | None = "manual", pin: bool = False, pin_reason: str | None = None,
+                pin_category: str | None = None, created_at: datetime | None = None,
+                expires_at: datetime | None = None) -> NewMemory:
+        """Validate and clean one memory (privacy rules applied) without touching the database."""
+        from cems_cli.text.redact import sanitize_for_storage
+
+        try:
+            cleaned = clean_text(text)
+            content = clean_text(sanitize_for_storage(cleaned))
+        except InvalidText as error:
+            raise UserError(str(error)) from None
+        try:
+            category_value = parse_choice(MemoryCategory, category, "category").value
+            scope_value = parse_choice(MemoryScope, scope, "scope").value
+            pin_category_value = parse_choice(PinCategory, pin_category, "pin category").value if pin_category \
+                else None
+        except ValueError as error:
+            raise UserError(str(error)) from None
+        if scope_value == "shared" and not self.settings.team:
+            raise UserError("shared memories need a team: set CEMS_TEAM or pass --team")
+        return NewMemory(
+            content=content, category=category_value, scope=scope_value, tags=parse_tags(tags),
+            title=(title.strip() or None) if title else None, source=source, source_ref=project,
+            pinned=pin, pin_reason=pin_reason if pin else None, pin_category=pin_category_value if pin else None,
+            created_at=created_at, expires_at=expires_at,
+        )
+
+    def remember(self, text: str | bytes, **options: Any) -> tuple[str, bool]:
+        memory = self.prepare(text, **options)
+        return self.store(memory)
+
+    def store(self, memory: NewMemory) -> tuple[str, bool]:
+        from cems_cli.store import memories
+        from cems_cli.text.chunking import chunk_text
+
+        team = self.settings.team if memory.scope == "shared" else None
+        digest = content_hash(memory.content)
+        existing = memories.find_live_duplicate(self.conn, self.identity, memory.scope, team, digest)
+        if existing:
+            return existing, False
+        chunks = chunk_text(memory.content)
+        vectors = self.embedder.embed(chunks)
+        return memories.insert_memory(self.conn, self.identity, memory, digest, chunks, vectors, team)
+
+    # Reading --------------------------------------------------------------------------------------
+    def resolve(self, id_or_prefix: str) -> str:
+        from cems_cli.store import memories
+
+        resolved = memories.resolve_id(self.conn, self.identity, id_or_prefix)
+        if resolved is None:
+            raise UserError(f"no memory with id {id_or_prefix!r}")
+        return resolved
+
+    def get(self, id_or_prefix: str) -> MemoryRecord:
+        from cems_cli.store import memories
+
+        record = memories.get_memory(self.conn, self.identity, self.resolve(id_or_prefix))
+        if record is None:
+            raise UserError(f"no memory with id {id_or_prefix!r}")
+        return record
+
+    def list(self, *, scope: str = "both", category: str | None = None, project: str | None = None,
+             limit: int = 50) -> list[MemoryRecord]:
+        from cems_cli.store import memories
+
+        scope, category = self._search_scope(scope), self._category(category)
+        if limit < 1:
+            raise UserError("--limit must be at least 1")
+        return memories.list_memories(self.conn, self.identity, scope=scope, category=category,
+                                      project=project, limit=limit)
+
+    def search(self, query: str, *, limit: int | None = None, category: str | None = None,
+               scope: str = "both", project: str | None = None, mode: str | None = None,
+               explain: bool = False, cwd: str | None = None, track_access: bool = True) -> list[SearchResult]:
+        from cems_cli.retrieval.pipeline import SearchRequest, run_search
+
+        query = " ".join((query or "").replace("\x00", "").split())
+        if not query:
+            raise UserError("search query is empty")
+        limit = self.settings.search_limit if limit is None else limit
+        if limit < 1:
+            raise UserError("--limit must be at least 1")
+        request = SearchRequest(
+            query=query, limit=limit, category=self._category(category), scope=self._search_scope(scope),
+            project_filter=project, current_project=self.settings.current_project(cwd),
+            mode=(mode or self.settings.search_mode), explain=explain,
+        )
+        if request.mode not in ("vector", "hybrid", "auto"):
+            raise UserError(f"unknown mode {request.mode!r} (expected one of: vector, hybrid, auto)")
+        results = run_search(self, request)
+        if track_access and results:
+            from cems_cli.store.memories import record_access
+
+            record_access(self.conn, [r.id for r in results])
+        return results
+
+    # Changing -------------------------------------------------------------------------------------
+    def forget(self, id_or_prefix: str, purge: bool = False) -> str:
+        from cems_cli.store import memories
+
+        memory_id = self.resolve(id_or_prefix)
+        done = (memories.purge_memory if purge else memories.archive_memory)(self.conn, self.identity, memory_id)
+        if not done:
+            raise UserError(f"memory {id_or_prefix!r} is not yours to forget, or already forgotten")
+        return memory_id
+
+    def pin(self, id_or_prefix: str, *, reason: str | None = None, pin_category: str | None = None,
+            unpin: bool = False) -> str:
+        from cems_cli.store import memories
+
+        try:
+            category = parse_choice(PinCategory, pin_category, "pin category").value if pin_category else None
+        except ValueError as error:
+            raise UserError(str(error)) from None
+        memory_id = self.resolve(id_or_prefix)
+        if not memories.pin_memory(self.conn, self.identity, memory_id, pinned=not unpin, reason=reason,
+                                   pin_category=category):
+            raise UserError(f"memory {id_or_prefix!r} is not yours to pin, or is forgotten")
+        return memory_id
+
+    def share(self, id_or_text: str, team: str | None = None) -> tuple[str, bool]:
+        """Share an existing memory (by id) or new text with the team, as a shared-scope copy."""
+        team = team or self.settings.team
+        if not team:
+            raise UserError("sharing needs a team: set CEMS_TEAM or pass --team")
+        if team != self.settings.team:
+            self.settings = self.settings.model_copy(update={"team": team})
+        source: MemoryRecord | None = None
+        try:
+            source = self.get(id_or_text)
+        except UserError:
+            source = None
+        if source is not None:
+            memory = self.prepare(source.content, category=source.category, scope="shared", tags=source.tags,
+                                  title=source.title, project=source.source_ref, source=source.source,
+                                  pin=source.pinned, pin_reason=source.pin_reason,
+                                  pin_category=source.pin_category)
+        else:
+            memory = self.prepare(id_or_text, scope="shared")
+        return self.store(memory)
+
+    # Helpers --------------------------------------------------------------------------------------
+    @staticmethod
+    def _category(category: str | None) -> str | None:
+        if category is None:
+            return None
+        try:
+            return parse_choice(MemoryCategory, category, "category").value
+        except ValueError as error:
+            raise UserError(str(error)) from None
+
+    @staticmethod
+    def _search_scope(scope: str) -> str:
+        try:
+            return parse_choice(SearchScope, scope, "scope").value
+        except ValueError as error:
+            raise UserError(str(error)) from None

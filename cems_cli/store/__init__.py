@@ -1,0 +1,1 @@
+"""The only code that speaks SQL: embedded server, connections, migrations, memories, rules."""

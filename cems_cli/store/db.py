@@ -1,0 +1,108 @@
+"""Connections: the embedded server by default, any PostgreSQL+pgvector via `CEMS_DATABASE_URL`."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import psycopg
+
+from cems_cli.config import Settings
+from cems_cli.paths import pgdata_path
+from cems_cli.store import migrations
+from cems_cli.store.server import ServerError, ensure_server
+
+_log = logging.getLogger("cems.db")
+
+
+class StoreError(RuntimeError):
+    """A database problem worth one line to the user."""
+
+
+class DimensionMismatch(StoreError):
+    pass
+
+
+@dataclass(frozen=True)
+class Location:
+    conninfo: str
+    description: str
+    embedded: bool
+
+
+def locate(settings: Settings, *, start: bool = True) -> Location:
+    if settings.database_url:
+        return Location(settings.database_url, _safe_url(settings.database_url), embedded=False)
+    pgdata = pgdata_path(settings.home)
+    if not start:
+        return Location("", f"embedded PostgreSQL in {pgdata}", embedded=True)
+    try:
+        state = ensure_server(pgdata)
+    except ServerError as error:
+        raise StoreError(str(error)) from None
+    return Location(state.conninfo(), f"embedded PostgreSQL in {pgdata}", embedded=True)
+
+
+def _safe_url(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "the configured CEMS_DATABASE_URL"
+    host = info.get("host") or "localhost"
+    port = info.get("port") or "5432"
+    db = info.get("dbname") or info.get("user") or ""
+    return f"PostgreSQL at {host}:{port}/{db}"
+
+
+def connect(settings: Settings, *, check_dimension: bool = True, autocommit: bool = True) -> psycopg.Connection:
+    """Open a connection, apply pending migrations, and check the embedding dimension."""
+    location = locate(settings)
+    try:
+        conn = psycopg.connect(location.conninfo, autocommit=autocommit, connect_timeout=10)
+    except psycopg.OperationalError as error:
+        reason = str(error).strip().splitlines()[-1] if str(error).strip() else "connection failed"
+        raise StoreError(f"cannot reach {location.description}: {reason}") from None
+    except psycopg.ProgrammingError as error:
+        raise StoreError(f"invalid CEMS_DATABASE_URL: {error}") from None
+    try:
+        if location.embedded is False:
+            # A shared server may be busy; never let one statement hang a hook or command forever.
+            conn.execute("SET statement_timeout = '60s'")
+        migrations.migrate(conn, settings.resolved_embedding_dim, settings.resolved_embedding_model)
+        if check_dimension:
+            check_embedding_meta(conn, settings)
+        _register_vector(conn)
+    except psycopg.Error as error:
+        conn.close()
+        raise StoreError(f"database error on {location.description}: {_first_line(error)}") from None
+    except StoreError:
+        conn.close()
+        raise
+    return conn
+
+
+def _register_vector(conn: psycopg.Connection) -> None:
+    from pgvector.psycopg import register_vector
+
+    register_vector(conn)
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def stored_embedding_meta(conn: psycopg.Connection) -> tuple[int, str]:
+    rows = dict(conn.execute("SELECT key, value FROM cems_meta").fetchall())
+    return int(rows.get("embedding_dim", "0")), rows.get("embedding_model", "")
+
+
+def check_embedding_meta(conn: psycopg.Connection, settings: Settings) -> None:
+    dim, model = stored_embedding_meta(conn)
+    want_dim, want_model = settings.resolved_embedding_dim, settings.resolved_embedding_model
+    if dim != want_dim or model != want_model:
+        raise DimensionMismatch(
+            f"stored embeddings are {model} ({dim} dims) but the configured model is {want_model} "
+            f"({want_dim} dims): run `cems reindex` to re-embed your memories"
+        )

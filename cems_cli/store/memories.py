@@ -1,0 +1,178 @@
+"""SQL for memory documents and their chunks: insert with dedup, read, list, archive, pin, share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from cems_cli.store.records import DOCUMENT_COLUMNS, MemoryRecord, NewMemory
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who is asking: their personal memories and their team's shared ones are visible."""
+
+    user: str
+    team: str | None
+
+
+def visibility_clause(identity: Identity, scope: str = "both", alias: str = "d") -> tuple[str, dict[str, Any]]:
+    personal = f"({alias}.scope = 'personal' AND {alias}.user_id = %(vis_user)s)"
+    # A user always sees what they shared themselves, even without CEMS_TEAM set.
+    shared = f"({alias}.scope = 'shared' AND ({alias}.team_id = %(vis_team)s OR {alias}.user_id = %(vis_user)s))"
+    parts = {"personal": [personal], "shared": [shared], "both": [personal, shared]}[scope]
+    return "(" + " OR ".join(parts) + ")", {"vis_user": identity.user, "vis_team": identity.team}
+
+
+def live_clause(alias: str = "d") -> str:
+    return f"(NOT {alias}.archived AND ({alias}.expires_at IS NULL OR {alias}.expires_at > now()))"
+
+
+def project_clause(alias: str = "d") -> str:
+    """Matches `project:org/repo` exactly or followed by `:…` (a file reference inside the project)."""
+    return (f"({alias}.source_ref = %(project)s "
+            f"OR left({alias}.source_ref, length(%(project)s) + 1) = %(project)s || ':')")
+
+
+def find_live_duplicate(conn: psycopg.Connection, identity: Identity, scope: str, team: str | None,
+                        content_hash: str) -> str | None:
+    row = conn.execute(
+        "SELECT id FROM memory_documents WHERE user_id = %s AND scope = %s AND coalesce(team_id, '') = %s "
+        "AND content_hash = %s AND NOT archived",
+        (identity.user, scope, team or "", content_hash),
+    ).fetchone()
+    return str(row[0]) if row else None
+
+
+def insert_memory(conn: psycopg.Connection, identity: Identity, memory: NewMemory, content_hash: str,
+                  chunks: Sequence[str], vectors: np.ndarray, team: str | None) -> tuple[str, bool]:
+    """Insert a document and its chunks in one transaction; returns (id, created)."""
+    with conn.transaction():
+        row = conn.execute(
+            "INSERT INTO memory_documents (content, content_hash, user_id, team_id, scope, category, title, "
+            "tags, source, source_ref, pinned, pin_reason, pin_category, expires_at, created_at, updated_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+            "coalesce(%s, now()), coalesce(%s, now())) "
+            "ON CONFLICT (user_id, scope, coalesce(team_id, ''), content_hash) WHERE NOT archived DO NOTHING "
+            "RETURNING id",
+            (memory.content, content_hash, identity.user, team, memory.scope, memory.category, memory.title,
+             memory.tags, memory.source, memory.source_ref, memory.pinned, memory.pin_reason,
+             memory.pin_category, memory.expires_at, memory.created_at, memory.created_at),
+        ).fetchone()
+        if row is None:  # a concurrent process stored the same text first
+            existing = find_live_duplicate(conn, identity, memory.scope, team, content_hash)
+            if existing is None:
+                raise RuntimeError("duplicate memory vanished during insert")
+            return existing, False
+        doc_id = row[0]
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO memory_chunks (document_id, chunk_index, content, embedding) VALUES (%s, %s, %s, %s)",
+                [(doc_id, i, text, vectors[i]) for i, text in enumerate(chunks)],
+            )
+    return str(doc_id), True
+
+
+def get_memory(conn: psycopg.Connection, identity: Identity, memory_id: str,
+               include_archived: bool = True) -> MemoryRecord | None:
+    vis, params = visibility_clause(identity)
+    archived = "" if include_archived else " AND NOT d.archived"
+    row = conn.execute(
+        f"SELECT {_prefixed('d')} FROM memory_documents d WHERE d.id::text = %(id)s AND {vis}{archived}",
+        {**params, "id": memory_id},
+    ).fetchone()
+    return MemoryRecord.from_row(row) if row else None
+
+
+def resolve_id(conn: psycopg.Connection, identity: Identity, prefix: str) -> str | None:
+    """A full id, or a unique prefix of one (users copy the short ids the tables show)."""
+    prefix = prefix.strip().lower()
+    if len(prefix) < 4 or any(c not in "0123456789abcdef-" for c in prefix):
+        return None
+    vis, params = visibility_clause(identity)
+    rows = conn.execute(
+        f"SELECT d.id FROM memory_documents d WHERE d.id::text LIKE %(prefix)s AND {vis} LIMIT 2",
+        {**params, "prefix": prefix + "%"},
+    ).fetchall()
+    return str(rows[0][0]) if len(rows) == 1 else None
+
+
+def list_memories(conn: psycopg.Connection, identity: Identity, *, scope: str = "both",
+                  category: str | None = None, project: str | None = None, limit: int = 50,
+                  include_archived: bool = False) -> list[MemoryRecord]:
+    vis, params = visibility_clause(identity, scope)
+    where = [vis]
+    if not include_archived:
+        where.append(live_clause())
+    if category:
+        where.append("d.category = %(category)s")
+        params["category"] = category
+    if project:
+        where.append(project_clause())
+        params["project"] = project
+    params["limit"] = limit
+    rows = conn.execute(
+        f"SELECT {_prefixed('d')} FROM memory_documents d WHERE {' AND '.join(where)} "
+        "ORDER BY d.pinned DESC, d.created_at DESC LIMIT %(limit)s",
+        params,
+    ).fetchall()
+    return [MemoryRecord.from_row(r) for r in rows]
+
+
+def archive_memory(conn: psycopg.Connection, identity: Identity, memory_id: str) -> bool:
+    """Soft delete; only the owner may forget a memory."""
+    row = conn.execute(
+        "UPDATE memory_documents SET archived = true, updated_at = now() "
+        "WHERE id::text = %s AND user_id = %s AND NOT archived RETURNING id",
+        (memory_id, identity.user),
+    ).fetchone()
+    return row is not None
+
+
+def purge_memory(conn: psycopg.Connection, identity: Identity, memory_id: str) -> bool:
+    row = conn.execute(
+        "DELETE FROM memory_documents WHERE id::text = %s AND user_id = %s RETURNING id",
+        (memory_id, identity.user),
+    ).fetchone()
+    return row is not None
+
+
+def pin_memory(conn: psycopg.Connection, identity: Identity, memory_id: str, *, pinned: bool,
+               reason: str | None, pin_category: str | None) -> bool:
+    row = conn.execute(
+        "UPDATE memory_documents SET pinned = %s, pin_reason = %s, pin_category = %s, updated_at = now() "
+        "WHERE id::text = %s AND user_id = %s AND NOT archived RETURNING id",
+        (pinned, reason if pinned else None, pin_category if pinned else None, memory_id, identity.user),
+    ).fetchone()
+    return row is not None
+
+
+def record_access(conn: psycopg.Connection, document_ids: Sequence[str]) -> None:
+    """Every search that returns a memory bumps its access count and priority (memory-model formula)."""
+    if not document_ids:
+        return
+    conn.execute(
+        "UPDATE memory_documents SET access_count = access_count + 1, last_accessed = now(), "
+        "priority = 1.0 + least((access_count + 1) * 0.05, 1.0) WHERE id = ANY(%s::uuid[])",
+        (list(document_ids),),
+    )
+
+
+def counts(conn: psycopg.Connection, identity: Identity) -> list[tuple[str, str, int]]:
+    vis, params = visibility_clause(identity)
+    return [
+        (r[0], r[1], int(r[2]))
+        for r in conn.execute(
+            f"SELECT d.scope, d.category, count(*) FROM memory_documents d WHERE {vis} AND {live_clause()} "
+            "GROUP BY 1, 2 ORDER BY 1, 2",
+            params,
+        ).fetchall()
+    ]
+
+
+def _prefixed(alias: str) -> str:
+    return ", ".join(f"{alias}.{c.strip()}" for c in DOCUMENT_COLUMNS.split(","))

@@ -1,0 +1,79 @@
+"""Numbered SQL migrations, applied in order on first use, once, even under concurrent processes."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+# Any constant works; it only has to be the same in every CEMS process.
+_MIGRATION_LOCK = 0x43454D53  # "CEMS"
+_NAME = re.compile(r"^(\d{3})_[\w-]+\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: Path
+
+
+def sql_dir() -> Path:
+    """`sql/` beside the package (a clone or editable install) or inside it (a built wheel)."""
+    package = Path(__file__).resolve().parents[1]
+    for candidate in (package / "_data" / "sql", package.parent / "sql"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"CEMS migrations not found next to {package}")
+
+
+def available_migrations(directory: Path | None = None) -> list[Migration]:
+    found = []
+    for path in sorted((directory or sql_dir()).iterdir()):
+        match = _NAME.match(path.name)
+        if match:
+            found.append(Migration(int(match.group(1)), path.stem, path))
+    return found
+
+
+def applied_version(conn: psycopg.Connection) -> int:
+    row = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return 0
+    version = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+    return int(version[0]) if version else 0
+
+
+def migrate(conn: psycopg.Connection, embedding_dim: int, embedding_model: str) -> list[str]:
+    """Apply pending migrations; returns the names applied. Cheap (one query) when up to date."""
+    migrations = available_migrations()
+    latest = migrations[-1].version if migrations else 0
+    if applied_version(conn) >= latest:
+        return []
+    applied: list[str] = []
+    with conn.transaction():
+        # The lock serialises concurrent first runs; whoever waits re-reads what is applied.
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        for migration in migrations:
+            if migration.version in done:
+                continue
+            sql = migration.path.read_text(encoding="utf-8").replace("{{EMBEDDING_DIM}}", str(embedding_dim))
+            conn.execute(sql)  # type: ignore[arg-type]  # trusted file shipped with the package
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
+                (migration.version, migration.name),
+            )
+            if migration.version == 1:
+                conn.execute(
+                    "INSERT INTO cems_meta (key, value) VALUES ('embedding_dim', %s), ('embedding_model', %s)",
+                    (str(embedding_dim), embedding_model),
+                )
+            applied.append(migration.name)
+    return applied

@@ -1,0 +1,1 @@
+"""Text utilities for write paths: redaction of secrets and <private> blocks."""

@@ -1,0 +1,33 @@
+"""Validate and clean user text before it is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+
+MAX_CONTENT_CHARS = 1_000_000
+
+
+class InvalidText(ValueError):
+    pass
+
+
+def clean_text(text: str | bytes) -> str:
+    """NFC-normalised text without NUL bytes or lone surrogates; InvalidText if nothing remains."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    # Lone surrogates (from invalid UTF-8 passed through surrogateescape) cannot be stored in PostgreSQL.
+    text = text.encode("utf-8", errors="replace").decode("utf-8")
+    text = text.replace("\x00", "")
+    text = unicodedata.normalize("NFC", text).strip()
+    if not text:
+        raise InvalidText("memory text is empty")
+    if len(text) > MAX_CONTENT_CHARS:
+        raise InvalidText(f"memory text is too long ({len(text):,} characters, at most {MAX_CONTENT_CHARS:,})")
+    return text
+
+
+def content_hash(text: str) -> str:
+    """Dedup key: whitespace-folded, case-preserving SHA-256 of the stored text."""
+    folded = " ".join(text.split())
+    return hashlib.sha256(folded.encode("utf-8")).hexdigest()

@@ -1,0 +1,178 @@
+"""remember / search / list / show / forget / pin / share against the real embedded PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+MEMORIES = {
+    "py": ("I prefer Python with type hints for backend services.", "preferences"),
+    "pg": ("We chose PostgreSQL with pgvector over a separate vector database to keep one store.", "decisions"),
+    "test": ("Run the test suite with make test; it creates the virtualenv first.", "patterns"),
+    "ci": ("Fixed the flaky CI job by pinning the database wheel version.", "learnings"),
+    "redis": ("The API returns 500 when REDIS_URL is unset; the cache must stay optional.", "context"),
+    "tabs": ("Use four spaces for indentation, never tabs, in every repository.", "preferences"),
+}
+
+PARAPHRASES = [
+    ("which programming language do I like for server code?", "py"),
+    ("why did we pick postgres for storing embeddings?", "pg"),
+    ("how do I run the tests?", "test"),
+    ("what made the continuous integration pipeline unstable?", "ci"),
+    ("server error when the cache environment variable is missing", "redis"),
+    ("indentation style", "tabs"),
+]
+
+
+def _remember_all(cli) -> dict[str, str]:
+    ids = {}
+    for key, (text, category) in MEMORIES.items():
+        result = cli("remember", text, "--category", category, "--json")
+        assert result.code == 0, result.stderr
+        payload = result.json()
+        assert payload["created"] is True
+        ids[key] = payload["id"]
+    return ids
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "vector"])
+def test_paraphrased_queries_rank_the_right_memory_first(cli, mode):
+    ids = _remember_all(cli)
+    for query, expected in PARAPHRASES:
+        result = cli("search", query, "--json", "--mode", mode)
+        assert result.code == 0, result.stderr
+        top = result.json()["results"][0]
+        assert top["id"] == ids[expected], f"{query!r} → {top['content']!r}"
+        assert set(top) >= {"id", "score", "category", "content"}
+
+
+def test_remember_twice_returns_the_existing_id(cli):
+    first = cli("remember", "Deploys go through the staging branch first.", "--json").json()
+    again = cli("remember", "  Deploys go through   the staging branch first. ", "--json").json()
+    assert first == {"id": first["id"], "created": True}
+    assert again == {"id": first["id"], "created": False}
+    listed = cli("list", "--json").json()["memories"]
+    assert [m["id"] for m in listed] == [first["id"]]
+
+
+def test_plain_output_prints_the_id(cli):
+    result = cli("remember", "Plain output prints the id.")
+    assert result.code == 0
+    assert len(result.stdout.strip()) == 36
+
+
+def test_stdin_text_and_metadata_are_stored(cli):
+    result = cli("remember", "-", "--category", "decisions", "--tags", "db, infra,db", "--title", "Store",
+                 "--project", "acme/web", "--json", stdin=b"We keep one PostgreSQL for everything.\n")
+    memory_id = result.json()["id"]
+    shown = cli("show", memory_id, "--json").json()
+    assert shown["content"] == "We keep one PostgreSQL for everything."
+    assert shown["category"] == "decisions"
+    assert shown["tags"] == ["db", "infra"]
+    assert shown["title"] == "Store"
+    assert shown["source_ref"] == "project:acme/web"
+    assert shown["scope"] == "personal"
+    assert shown["priority"] == 1.0 and shown["access_count"] == 0 and shown["archived"] is False
+
+
+def test_default_project_is_the_current_one(cli, env):
+    memory_id = cli("remember", "Project memories carry the project.", "--json").json()["id"]
+    assert cli("show", memory_id, "--json").json()["source_ref"] == env["CEMS_PROJECT"]
+    other = cli("remember", "A memory without a project.", "--no-project", "--json").json()["id"]
+    assert cli("show", other, "--json").json()["source_ref"] is None
+
+
+def test_search_tracks_access_and_priority(cli):
+    memory_id = cli("remember", "Access tracking raises priority over time.", "--json").json()["id"]
+    for _ in range(3):
+        assert cli("search", "access tracking priority", "--json").json()["results"][0]["id"] == memory_id
+    shown = cli("show", memory_id, "--json").json()
+    assert shown["access_count"] == 3
+    assert shown["priority"] == pytest.approx(1.15)
+    assert shown["last_accessed"] is not None
+
+
+def test_forget_archives_and_purge_deletes(cli):
+    ids = _remember_all(cli)
+    assert cli("forget", ids["pg"], "--json").json() == {"id": ids["pg"], "archived": True, "purged": False}
+    results = cli("search", "why did we pick postgres?", "--json", "--limit", "10").json()["results"]
+    assert ids["pg"] not in [r["id"] for r in results]
+    assert cli("show", ids["pg"], "--json").json()["archived"] is True
+    # Remembering the same text again creates a new live memory: the archived one does not block it.
+    again = cli("remember", MEMORIES["pg"][0], "--json").json()
+    assert again["created"] is True and again["id"] != ids["pg"]
+    assert cli("forget", ids["py"][:8], "--purge").code == 0
+    missing = cli("show", ids["py"])
+    assert missing.code == 2 and "no memory with id" in missing.stderr
+
+
+def test_pin_sets_reason_and_category(cli):
+    memory_id = cli("remember", "Always run migrations in a transaction.", "--json").json()["id"]
+    result = cli("pin", memory_id, "--reason", "team rule", "--pin-category", "convention", "--json")
+    assert result.json() == {"id": memory_id, "pinned": True, "reason": "team rule", "pin_category": "convention"}
+    shown = cli("show", memory_id, "--json").json()
+    assert (shown["pinned"], shown["pin_reason"], shown["pin_category"]) == (True, "team rule", "convention")
+    listed = cli("list", "--json").json()["memories"]
+    assert listed[0]["id"] == memory_id
+    assert cli("pin", memory_id, "--unpin").code == 0
+    assert cli("show", memory_id, "--json").json()["pinned"] is False
+
+
+def test_personal_memories_are_private_and_shared_ones_reach_the_team(cli, env):
+    alice = {"CEMS_USER": env["CEMS_USER"], "CEMS_TEAM": "platform"}
+    bob = {"CEMS_USER": env["CEMS_USER"] + "-bob", "CEMS_TEAM": "platform"}
+    mallory = {"CEMS_USER": env["CEMS_USER"] + "-mallory", "CEMS_TEAM": "other"}
+    private = cli("remember", "My private note about the payroll service.", "--json", extra_env=alice).json()["id"]
+    shared = cli("share", private, "--json", extra_env=alice).json()
+    assert shared["created"] is True and shared["team"] == "platform" and shared["id"] != private
+    direct = cli("share", "The platform team deploys on Tuesdays.", "--json", extra_env=alice).json()
+
+    bob_results = cli("search", "payroll service note", "--json", "--limit", "10", extra_env=bob).json()["results"]
+    bob_ids = {r["id"] for r in bob_results}
+    assert shared["id"] in bob_ids and private not in bob_ids
+    assert cli("show", private, extra_env=bob).code == 2
+    assert cli("show", direct["id"], "--json", extra_env=bob).json()["scope"] == "shared"
+    personal_only = cli("search", "payroll", "--scope", "personal", "--json", extra_env=bob).json()["results"]
+    assert personal_only == []
+
+    mallory_ids = {r["id"] for r in cli("search", "payroll service note", "--json",
+                                        extra_env=mallory).json()["results"]}
+    assert not mallory_ids & {private, shared["id"], direct["id"]}
+    # Only the owner may forget a memory, even a shared one.
+    assert cli("forget", shared["id"], extra_env=bob).code == 2
+
+
+def test_category_and_project_filters(cli):
+    _remember_all(cli)
+    only_prefs = cli("search", "python postgres tests", "--category", "preferences", "--json", "--limit", "10")
+    assert {r["category"] for r in only_prefs.json()["results"]} == {"preferences"}
+    web = cli("remember", "The web app uses Vite.", "--project", "acme/web", "--json").json()["id"]
+    scoped = cli("search", "which bundler", "--project", "acme/web", "--json").json()["results"]
+    assert [r["id"] for r in scoped] == [web]
+
+
+def test_list_and_status_json(cli):
+    _remember_all(cli)
+    listed = cli("list", "--category", "preferences", "--json").json()["memories"]
+    assert {m["category"] for m in listed} == {"preferences"} and len(listed) == 2
+    status = cli("status", "--json").json()
+    assert status["total"] == len(MEMORIES)
+    assert status["embedding"] == {"backend": "local", "model": "all-MiniLM-L6-v2", "dim": 384}
+    assert status["database"]["embedded"] is True and status["database"]["running"] is True
+    by_category = {c["category"]: c["count"] for c in status["counts"]}
+    assert by_category["preferences"] == 2
+
+
+def test_long_memories_are_chunked_and_found_by_a_late_passage(cli):
+    filler = " ".join(f"Paragraph {i} talks about routine maintenance of the office plants." for i in range(200))
+    text = filler + " The production database password rotation happens every ninety days."
+    memory_id = cli("remember", text, "--json").json()["id"]
+    from cems_cli.config import get_settings
+    from cems_cli.store.db import connect
+
+    conn = connect(get_settings())
+    chunks = conn.execute("SELECT count(*) FROM memory_chunks WHERE document_id = %s", (memory_id,)).fetchone()[0]
+    conn.close()
+    assert chunks > 1
+    top = cli("search", "how often is the database password rotated", "--json").json()["results"][0]
+    assert top["id"] == memory_id
+    assert "ninety days" in top["snippet"]

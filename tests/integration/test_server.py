@@ -1,0 +1,73 @@
+"""The embedded server: start on demand, reuse, stop, and recover after a SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from cems_cli.store.server import ensure_server, read_postmaster, stop_server
+from tests.conftest import cems_subprocess
+
+
+def _wait_dead(pid: int, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} did not exit")
+
+
+def test_db_status_stop_and_restart_on_demand(tmp_path):
+    home = tmp_path / "home"
+    env = {"CEMS_HOME": str(home), "CEMS_USER": "server-test"}
+    try:
+        first = cems_subprocess(["remember", "The server starts on first use.", "--json"], env)
+        assert first.returncode == 0, first.stderr.decode()
+        assert first.stderr.decode() == ""  # no runtime-dir warnings or other noise
+        status = cems_subprocess(["db", "status", "--json"], env)
+        import json
+
+        info = json.loads(status.stdout)
+        assert info["running"] is True and info["pid"] > 0 and info["size_bytes"] > 0
+        stopped = cems_subprocess(["db", "stop", "--json"], env)
+        assert json.loads(stopped.stdout) == {"stopped": True, "running": False}
+        assert json.loads(cems_subprocess(["db", "status", "--json"], env).stdout)["running"] is False
+        again = cems_subprocess(["search", "server first use", "--json"], env)
+        assert again.returncode == 0, again.stderr.decode()
+        assert "starts on first use" in json.loads(again.stdout)["results"][0]["content"]
+    finally:
+        stop_server(home / "pg")
+
+
+def test_recovers_after_the_server_is_killed(tmp_path):
+    pgdata = tmp_path / "home" / "pg"
+    try:
+        state = ensure_server(pgdata)
+        os.kill(state.pid, signal.SIGKILL)
+        _wait_dead(state.pid)
+        assert read_postmaster(pgdata) is None  # a stale postmaster.pid is not taken for a live server
+        restarted = ensure_server(pgdata)
+        assert restarted.pid != state.pid and restarted.status == "ready"
+        import psycopg
+
+        with psycopg.connect(restarted.conninfo()) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        stop_server(pgdata)
+
+
+def test_stale_handle_pids_are_pruned(tmp_path):
+    pgdata = tmp_path / "home" / "pg"
+    try:
+        ensure_server(pgdata)
+        stop_server(pgdata)
+        (pgdata / ".handle_pids.json").write_text("[999999, 999998]")
+        state = ensure_server(pgdata)
+        assert state.status == "ready"
+        assert "999999" not in (pgdata / ".handle_pids.json").read_text()
+    finally:
+        stop_server(pgdata)
