@@ -1,0 +1,1 @@
+"""Test helpers: fake OpenAI-compatible and Ollama servers, and their pytest fixtures."""
