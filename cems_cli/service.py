@@ -205,9 +205,15 @@ class MemoryService:
         from cems_cli.store import memories
 
         memory_id = self.resolve(id_or_prefix)
+        record = memories.get_memory(self.conn, self.identity, memory_id)
         done = (memories.purge_memory if purge else memories.archive_memory)(self.conn, self.identity, memory_id)
         if not done:
             raise UserError(f"memory {id_or_prefix!r} is not yours to forget, or already forgotten")
+        if record is not None and record.category == "rules":
+            # A forgotten rule must stop blocking at once: the hook reads only the snapshot.
+            from cems_cli.rules.refresh import write_rules_snapshot
+
+            write_rules_snapshot(self.conn, self.identity, self.settings.home)
         return memory_id
 
     def pin(self, id_or_prefix: str, *, reason: str | None = None, pin_category: str | None = None,
@@ -236,6 +242,10 @@ class MemoryService:
             source = self.get(id_or_text)
         except UserError:
             source = None
+        if source is not None and source.category == "rules":
+            from cems_cli.rules.manage import share_rule
+
+            return share_rule(self, source.id)
         if source is not None:
             memory = self.prepare(source.content, category=source.category, scope="shared", tags=source.tags,
                                   title=source.title, project=source.source_ref, source=source.source,

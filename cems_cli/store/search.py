@@ -33,8 +33,11 @@ class ChunkHit:
 
 def _where(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
     vis, params = visibility_clause(filters.identity, filters.scope)
-    where = [vis, live_clause(), "d.category <> 'rules'"]
-    if filters.category:
+    where = [vis, live_clause()]
+    if not filters.category:
+        # Rules are enforced by the PreToolUse hook; they only crowd out recall unless asked for.
+        where.append("d.category <> 'rules'")
+    else:
         where.append("d.category = %(category)s")
         params["category"] = filters.category
     if filters.project:

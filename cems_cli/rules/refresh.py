@@ -1,0 +1,40 @@
+"""Rebuild the local rules snapshot from the database (after every rule change, and on demand)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cems_cli.rules.model import Rule
+from cems_cli.rules.snapshot import write_snapshot
+
+
+def rules_from_rows(rows) -> list[Rule]:
+    return [
+        Rule(id=r.id, tool=r.tool, pattern=r.pattern, action=r.action, reason=r.reason, field=r.field,
+             regex=r.regex, project=r.project, scope=r.scope, user_id=r.user_id, team_id=r.team_id,
+             created_at=r.created_at.isoformat(timespec="seconds"))
+        for r in rows
+    ]
+
+
+def write_rules_snapshot(conn, identity, home: Path) -> list[Rule]:
+    from cems_cli.paths import rules_snapshot_path
+    from cems_cli.store.rules import visible_rules
+
+    rules = rules_from_rows(visible_rules(conn, identity))
+    write_snapshot(rules, rules_snapshot_path(home))
+    return rules
+
+
+def refresh_snapshot() -> int:
+    """Called by the PreToolUse hook when the snapshot is missing or corrupt; returns the rule count."""
+    from cems_cli.config import get_settings
+    from cems_cli.store.db import connect
+    from cems_cli.store.memories import Identity
+
+    settings = get_settings()
+    conn = connect(settings, check_dimension=False)
+    try:
+        return len(write_rules_snapshot(conn, Identity(settings.user, settings.team), settings.home))
+    finally:
+        conn.close()
