@@ -25,8 +25,12 @@ from cems_cli.project import normalize_project, project_for_dir
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
-_DEFAULT_DIMS = {LOCAL_MODEL: 384, OPENAI_DEFAULT_MODEL: 1536, "text-embedding-3-large": 3072,
-                 "text-embedding-ada-002": 1536}
+_DEFAULT_DIMS = {
+    LOCAL_MODEL: 384,
+    OPENAI_DEFAULT_MODEL: 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
 
 
 class SettingsError(ValueError):

@@ -37,13 +37,24 @@ class SearchResult:
     pinned: bool
     created_at: datetime
     explain: dict[str, Any] = field(default_factory=dict)
+    context: list[str] = field(default_factory=list)  # neighbouring chunks of a long memory
 
     def to_json(self, with_explain: bool = False) -> dict[str, Any]:
         data = {
-            "id": self.id, "score": round(self.score, 6), "category": self.category, "content": self.content,
-            "snippet": self.snippet, "title": self.title, "tags": self.tags, "scope": self.scope,
-            "source_ref": self.source_ref, "pinned": self.pinned, "created_at": self.created_at.isoformat(),
+            "id": self.id,
+            "score": round(self.score, 6),
+            "category": self.category,
+            "content": self.content,
+            "snippet": self.snippet,
+            "title": self.title,
+            "tags": self.tags,
+            "scope": self.scope,
+            "source_ref": self.source_ref,
+            "pinned": self.pinned,
+            "created_at": self.created_at.isoformat(),
         }
+        if self.context:
+            data["context"] = self.context
         if with_explain:
             data["explain"] = self.explain
         return data
@@ -66,6 +77,7 @@ class MemoryService:
         self.settings = settings
         self._conn: psycopg.Connection | None = None
         self._embedder: Embedder | None = None
+        self._query_embedder: Embedder | None = None
 
     # Resources ------------------------------------------------------------------------------------
     @property
@@ -83,6 +95,17 @@ class MemoryService:
 
             self._embedder = get_embedder(self.settings)
         return self._embedder
+
+    @property
+    def query_embedder(self) -> Embedder:
+        """The embedder for queries, behind an in-memory and on-disk cache."""
+        if self._query_embedder is None:
+            from cems_cli.embedding.cache import CachedQueryEmbedder
+
+            self._query_embedder = CachedQueryEmbedder(
+                self.embedder, self.settings.home / "cache" / "queries.db"
+            )
+        return self._query_embedder
 
     def close(self) -> None:
         if self._conn is not None:
@@ -102,11 +125,22 @@ class MemoryService:
         return Identity(self.settings.user, self.settings.team)
 
     # Writing --------------------------------------------------------------------------------------
-    def prepare(self, text: str | bytes, *, category: str = "general", scope: str = "personal",
-                tags: str | Sequence[str] | None = None, title: str | None = None, project: str | None = None,
-                source: str | None = "manual", pin: bool = False, pin_reason: str | None = None,
-                pin_category: str | None = None, created_at: datetime | None = None,
-                expires_at: datetime | None = None) -> NewMemory:
+    def prepare(
+        self,
+        text: str | bytes,
+        *,
+        category: str = "general",
+        scope: str = "personal",
+        tags: str | Sequence[str] | None = None,
+        title: str | None = None,
+        project: str | None = None,
+        source: str | None = "manual",
+        pin: bool = False,
+        pin_reason: str | None = None,
+        pin_category: str | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+    ) -> NewMemory:
         """Validate and clean one memory (privacy rules applied) without touching the database."""
         from cems_cli.text.redact import sanitize_for_storage
 
@@ -118,17 +152,26 @@ class MemoryService:
         try:
             category_value = parse_choice(MemoryCategory, category, "category").value
             scope_value = parse_choice(MemoryScope, scope, "scope").value
-            pin_category_value = parse_choice(PinCategory, pin_category, "pin category").value if pin_category \
-                else None
+            pin_category_value = (
+                parse_choice(PinCategory, pin_category, "pin category").value if pin_category else None
+            )
         except ValueError as error:
             raise UserError(str(error)) from None
         if scope_value == "shared" and not self.settings.team:
             raise UserError("shared memories need a team: set CEMS_TEAM or pass --team")
         return NewMemory(
-            content=content, category=category_value, scope=scope_value, tags=parse_tags(tags),
-            title=(title.strip() or None) if title else None, source=source, source_ref=project,
-            pinned=pin, pin_reason=pin_reason if pin else None, pin_category=pin_category_value if pin else None,
-            created_at=created_at, expires_at=expires_at,
+            content=content,
+            category=category_value,
+            scope=scope_value,
+            tags=parse_tags(tags),
+            title=(title.strip() or None) if title else None,
+            source=source,
+            source_ref=project,
+            pinned=pin,
+            pin_reason=pin_reason if pin else None,
+            pin_category=pin_category_value if pin else None,
+            created_at=created_at,
+            expires_at=expires_at,
         )
 
     def remember(self, text: str | bytes, **options: Any) -> tuple[str, bool]:
@@ -165,19 +208,31 @@ class MemoryService:
             raise UserError(f"no memory with id {id_or_prefix!r}")
         return record
 
-    def list(self, *, scope: str = "both", category: str | None = None, project: str | None = None,
-             limit: int = 50) -> list[MemoryRecord]:
+    def list(
+        self, *, scope: str = "both", category: str | None = None, project: str | None = None, limit: int = 50
+    ) -> list[MemoryRecord]:
         from cems_cli.store import memories
 
         scope, category = self._search_scope(scope), self._category(category)
         if limit < 1:
             raise UserError("--limit must be at least 1")
-        return memories.list_memories(self.conn, self.identity, scope=scope, category=category,
-                                      project=project, limit=limit)
+        return memories.list_memories(
+            self.conn, self.identity, scope=scope, category=category, project=project, limit=limit
+        )
 
-    def search(self, query: str, *, limit: int | None = None, category: str | None = None,
-               scope: str = "both", project: str | None = None, mode: str | None = None,
-               explain: bool = False, cwd: str | None = None, track_access: bool = True) -> list[SearchResult]:
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        category: str | None = None,
+        scope: str = "both",
+        project: str | None = None,
+        mode: str | None = None,
+        explain: bool = False,
+        cwd: str | None = None,
+        track_access: bool = True,
+    ) -> list[SearchResult]:
         from cems_cli.retrieval.pipeline import SearchRequest, run_search
 
         query = " ".join((query or "").replace("\x00", "").split())
@@ -187,9 +242,14 @@ class MemoryService:
         if limit < 1:
             raise UserError("--limit must be at least 1")
         request = SearchRequest(
-            query=query, limit=limit, category=self._category(category), scope=self._search_scope(scope),
-            project_filter=project, current_project=self.settings.current_project(cwd),
-            mode=(mode or self.settings.search_mode), explain=explain,
+            query=query,
+            limit=limit,
+            category=self._category(category),
+            scope=self._search_scope(scope),
+            project_filter=project,
+            current_project=self.settings.current_project(cwd),
+            mode=(mode or self.settings.search_mode),
+            explain=explain,
         )
         if request.mode not in ("vector", "hybrid", "auto"):
             raise UserError(f"unknown mode {request.mode!r} (expected one of: vector, hybrid, auto)")
@@ -206,7 +266,9 @@ class MemoryService:
 
         memory_id = self.resolve(id_or_prefix)
         record = memories.get_memory(self.conn, self.identity, memory_id)
-        done = (memories.purge_memory if purge else memories.archive_memory)(self.conn, self.identity, memory_id)
+        done = (memories.purge_memory if purge else memories.archive_memory)(
+            self.conn, self.identity, memory_id
+        )
         if not done:
             raise UserError(f"memory {id_or_prefix!r} is not yours to forget, or already forgotten")
         if record is not None and record.category == "rules":
@@ -216,8 +278,14 @@ class MemoryService:
             write_rules_snapshot(self.conn, self.identity, self.settings.home)
         return memory_id
 
-    def pin(self, id_or_prefix: str, *, reason: str | None = None, pin_category: str | None = None,
-            unpin: bool = False) -> str:
+    def pin(
+        self,
+        id_or_prefix: str,
+        *,
+        reason: str | None = None,
+        pin_category: str | None = None,
+        unpin: bool = False,
+    ) -> str:
         from cems_cli.store import memories
 
         try:
@@ -225,8 +293,9 @@ class MemoryService:
         except ValueError as error:
             raise UserError(str(error)) from None
         memory_id = self.resolve(id_or_prefix)
-        if not memories.pin_memory(self.conn, self.identity, memory_id, pinned=not unpin, reason=reason,
-                                   pin_category=category):
+        if not memories.pin_memory(
+            self.conn, self.identity, memory_id, pinned=not unpin, reason=reason, pin_category=category
+        ):
             raise UserError(f"memory {id_or_prefix!r} is not yours to pin, or is forgotten")
         return memory_id
 
@@ -247,10 +316,18 @@ class MemoryService:
 
             return share_rule(self, source.id)
         if source is not None:
-            memory = self.prepare(source.content, category=source.category, scope="shared", tags=source.tags,
-                                  title=source.title, project=source.source_ref, source=source.source,
-                                  pin=source.pinned, pin_reason=source.pin_reason,
-                                  pin_category=source.pin_category)
+            memory = self.prepare(
+                source.content,
+                category=source.category,
+                scope="shared",
+                tags=source.tags,
+                title=source.title,
+                project=source.source_ref,
+                source=source.source,
+                pin=source.pinned,
+                pin_reason=source.pin_reason,
+                pin_category=source.pin_category,
+            )
         else:
             memory = self.prepare(id_or_text, scope="shared")
         return self.store(memory)

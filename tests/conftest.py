@@ -87,10 +87,17 @@ def cli(env: dict[str, str], capsys: pytest.CaptureFixture[str], monkeypatch: py
     return run
 
 
-def cems_subprocess(args: list[str], env: dict[str, str], stdin: bytes | None = None,
-                    timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+def cems_subprocess(
+    args: list[str], env: dict[str, str], stdin: bytes | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[bytes]:
     """Run the real `cems` entry point in a child process."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("CEMS_")}
     full_env.update(env)
-    return subprocess.run([sys.executable, "-m", "cems_cli.cli.app", *args], input=stdin, env=full_env,
-                          capture_output=True, timeout=timeout, cwd=str(REPO))
+    return subprocess.run(
+        [sys.executable, "-m", "cems_cli.cli.app", *args],
+        input=stdin,
+        env=full_env,
+        capture_output=True,
+        timeout=timeout,
+        cwd=str(REPO),
+    )

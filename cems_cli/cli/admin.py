@@ -22,7 +22,9 @@ def _server_state() -> dict:
     pgdata = pgdata_path(settings.home)
     state = read_postmaster(pgdata)
     return {
-        "embedded": True, "location": str(pgdata), "running": state is not None,
+        "embedded": True,
+        "location": str(pgdata),
+        "running": state is not None,
         "pid": state.pid if state else None,
         "socket": str(state.socket_dir) if state and state.socket_dir else None,
         "size_bytes": data_dir_size(pgdata) if pgdata.exists() else 0,
@@ -87,12 +89,19 @@ def status(as_json: bool = JsonOption) -> None:
         rows = memories.counts(svc.conn, svc.identity)
         settings = svc.settings
         info = {
-            "user": settings.user, "team": settings.team, "project": settings.current_project(),
+            "user": settings.user,
+            "team": settings.team,
+            "project": settings.current_project(),
             "home": str(settings.home),
-            "embedding": {"backend": settings.embedding_backend, "model": settings.resolved_embedding_model,
-                          "dim": settings.resolved_embedding_dim},
-            "llm": {"configured": settings.llm_configured, "model": settings.llm_model if settings.llm_configured
-                    else None},
+            "embedding": {
+                "backend": settings.embedding_backend,
+                "model": settings.resolved_embedding_model,
+                "dim": settings.resolved_embedding_dim,
+            },
+            "llm": {
+                "configured": settings.llm_configured,
+                "model": settings.llm_model if settings.llm_configured else None,
+            },
             "database": _server_state(),
             "counts": [{"scope": s, "category": c, "count": n} for s, c, n in rows],
             "total": sum(n for _, _, n in rows),
@@ -102,8 +111,10 @@ def status(as_json: bool = JsonOption) -> None:
         return
     from rich.table import Table
 
-    table = Table(title=f"CEMS — {info['total']} memories for {settings.user}"
-                  + (f" (team {settings.team})" if settings.team else ""))
+    table = Table(
+        title=f"CEMS — {info['total']} memories for {settings.user}"
+        + (f" (team {settings.team})" if settings.team else "")
+    )
     table.add_column("scope")
     table.add_column("category")
     table.add_column("count", justify="right")
@@ -113,10 +124,14 @@ def status(as_json: bool = JsonOption) -> None:
     db = info["database"]
     where = db["location"] + (f" ({_size(db['size_bytes'])}, pid {db['pid']})" if db["embedded"] else "")
     console.print(f"database  {where}")
-    console.print(f"model     {settings.embedding_backend}: {settings.resolved_embedding_model} "
-                  f"({settings.resolved_embedding_dim} dims)")
+    console.print(
+        f"model     {settings.embedding_backend}: {settings.resolved_embedding_model} "
+        f"({settings.resolved_embedding_dim} dims)"
+    )
     console.print(f"project   {info['project']}")
-    console.print(f"llm       {'configured: ' + settings.llm_model if settings.llm_configured else 'none (offline)'}")
+    console.print(
+        f"llm       {'configured: ' + settings.llm_model if settings.llm_configured else 'none (offline)'}"
+    )
 
 
 def reindex(as_json: bool = JsonOption) -> None:
@@ -132,17 +147,30 @@ def reindex(as_json: bool = JsonOption) -> None:
     conn = connect(settings, check_dimension=False)
     try:
         embedder = get_embedder(settings)
-        with Progress(TextColumn("re-embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                      console=console, disable=as_json, transient=False) as bar:
+        with Progress(
+            TextColumn("re-embedding"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            disable=as_json,
+            transient=False,
+        ) as bar:
             task = bar.add_task("reindex", total=None)
-            count = run_reindex(conn, embedder, settings.resolved_embedding_model,
-                                progress=lambda done, total: bar.update(task, completed=done, total=total))
+            count = run_reindex(
+                conn,
+                embedder,
+                settings.resolved_embedding_model,
+                progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
     finally:
         conn.close()
     if as_json:
         emit_json({"chunks": count, "model": settings.resolved_embedding_model, "dim": embedder.dim})
     else:
-        console.print(f"Re-embedded {count} chunks with {settings.resolved_embedding_model} ({embedder.dim} dims)")
+        console.print(
+            f"Re-embedded {count} chunks with {settings.resolved_embedding_model} ({embedder.dim} dims)"
+        )
 
 
 def _size(n: int) -> str:

@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> None:
 
             if os.environ.get("CEMS_DEBUG"):
                 raise
-            err_console.print(f"error: internal error: {type(error).__name__}: {error}", markup=False, soft_wrap=True)
+            err_console.print(
+                f"error: internal error: {type(error).__name__}: {error}", markup=False, soft_wrap=True
+            )
             err_console.print("(set CEMS_DEBUG=1 for the traceback)", markup=False)
             sys.exit(1)
         message, code = described

@@ -27,8 +27,9 @@ def demo() -> None:
     with service() as svc:
         stored = []
         for text, category in DEMO_MEMORIES:
-            memory_id, created = svc.remember(text, category=category, tags="demo",
-                                              project=svc.settings.current_project())
+            memory_id, created = svc.remember(
+                text, category=category, tags="demo", project=svc.settings.current_project()
+            )
             stored.append((memory_id, created))
         new = sum(1 for _, created in stored if created)
         console.print(f"Remembered {new} new memories ({len(stored) - new} already stored).")
@@ -42,4 +43,3 @@ def demo() -> None:
             for rank, result in enumerate(results, start=1):
                 table.add_row(str(rank), f"{result.score:.3f}", result.category, result.snippet)
             console.print(table)
-

@@ -23,7 +23,9 @@ def remember(
     category: str = typer.Option("general", "--category", "-c", help=CATEGORY_HELP),
     tags: str = typer.Option("", "--tags", "-t", help="Comma-separated tags."),
     scope: str = typer.Option("personal", "--scope", help="personal or shared"),
-    project: str = typer.Option(None, "--project", "-p", help="Project id (org/repo); default: the current one."),
+    project: str = typer.Option(
+        None, "--project", "-p", help="Project id (org/repo); default: the current one."
+    ),
     no_project: bool = typer.Option(False, "--no-project", help="Store without a project reference."),
     pin: bool = typer.Option(False, "--pin", help="Pin it: exempt from decay, boosted in search."),
     title: str = typer.Option(None, "--title", help="A short title."),
@@ -33,10 +35,20 @@ def remember(
     from cems_cli.project import normalize_project
 
     with service() as svc:
-        source_ref = None if no_project else (normalize_project(project) if project else
-                                              svc.settings.current_project())
-        memory_id, created = svc.remember(_read_text(text), category=category, tags=tags, scope=scope,
-                                          project=source_ref, pin=pin, title=title)
+        source_ref = (
+            None
+            if no_project
+            else (normalize_project(project) if project else svc.settings.current_project())
+        )
+        memory_id, created = svc.remember(
+            _read_text(text),
+            category=category,
+            tags=tags,
+            scope=scope,
+            project=source_ref,
+            pin=pin,
+            title=title,
+        )
     if as_json:
         emit_json({"id": memory_id, "created": created})
     else:
@@ -59,8 +71,15 @@ def search(
     if limit is not None and limit < 1:
         fail("--limit must be at least 1")
     with service() as svc:
-        results = svc.search(query, limit=limit, category=category, scope=scope,
-                             project=normalize_project(project) if project else None, mode=mode, explain=explain)
+        results = svc.search(
+            query,
+            limit=limit,
+            category=category,
+            scope=scope,
+            project=normalize_project(project) if project else None,
+            mode=mode,
+            explain=explain,
+        )
     if as_json:
         emit_json({"results": [r.to_json(with_explain=explain) for r in results]})
         return
@@ -70,8 +89,13 @@ def search(
     from rich.table import Table
 
     table = Table(title=f"Search: {query}", show_lines=False)
-    for column, style in (("#", "dim"), ("id", "cyan"), ("score", "green"), ("category", "magenta"),
-                          ("memory", "")):
+    for column, style in (
+        ("#", "dim"),
+        ("id", "cyan"),
+        ("score", "green"),
+        ("category", "magenta"),
+        ("memory", ""),
+    ):
         table.add_column(column, style=style, overflow="fold")
     for rank, result in enumerate(results, start=1):
         table.add_row(str(rank), short_id(result.id), f"{result.score:.3f}", result.category, result.snippet)
@@ -99,8 +123,12 @@ def list_(
     from cems_cli.project import normalize_project
 
     with service() as svc:
-        records = svc.list(scope=scope, category=category, limit=limit,
-                           project=normalize_project(project) if project else None)
+        records = svc.list(
+            scope=scope,
+            category=category,
+            limit=limit,
+            project=normalize_project(project) if project else None,
+        )
     if as_json:
         emit_json({"memories": [r.to_json() for r in records]})
         return
@@ -116,8 +144,9 @@ def list_(
     console.print(table)
 
 
-def show(memory_id: str = typer.Argument(..., help="Memory id (or a unique prefix)."),
-         as_json: bool = JsonOption) -> None:
+def show(
+    memory_id: str = typer.Argument(..., help="Memory id (or a unique prefix)."), as_json: bool = JsonOption
+) -> None:
     """Show one memory with all its metadata."""
     with service() as svc:
         record = svc.get(memory_id)
@@ -137,9 +166,11 @@ def show(memory_id: str = typer.Argument(..., help="Memory id (or a unique prefi
     console.print(record.content, markup=False)
 
 
-def forget(memory_id: str = typer.Argument(..., help="Memory id (or a unique prefix)."),
-           purge: bool = typer.Option(False, "--purge", help="Delete for good instead of archiving."),
-           as_json: bool = JsonOption) -> None:
+def forget(
+    memory_id: str = typer.Argument(..., help="Memory id (or a unique prefix)."),
+    purge: bool = typer.Option(False, "--purge", help="Delete for good instead of archiving."),
+    as_json: bool = JsonOption,
+) -> None:
     """Forget a memory (archived: excluded from search; --purge deletes it)."""
     with service() as svc:
         forgotten = svc.forget(memory_id, purge=purge)
@@ -149,12 +180,15 @@ def forget(memory_id: str = typer.Argument(..., help="Memory id (or a unique pre
         console.print(f"{'Purged' if purge else 'Forgot'} {forgotten}")
 
 
-def pin(memory_id: str = typer.Argument(..., help="Memory id (or a unique prefix)."),
-        reason: str = typer.Option(None, "--reason", help="Why it matters."),
-        pin_category: str = typer.Option(
-            None, "--pin-category", help="guideline, convention, architecture, standard or documentation"),
-        unpin: bool = typer.Option(False, "--unpin", help="Remove the pin."),
-        as_json: bool = JsonOption) -> None:
+def pin(
+    memory_id: str = typer.Argument(..., help="Memory id (or a unique prefix)."),
+    reason: str = typer.Option(None, "--reason", help="Why it matters."),
+    pin_category: str = typer.Option(
+        None, "--pin-category", help="guideline, convention, architecture, standard or documentation"
+    ),
+    unpin: bool = typer.Option(False, "--unpin", help="Remove the pin."),
+    as_json: bool = JsonOption,
+) -> None:
     """Pin a memory: never decays, ranks a little higher, included in session profiles."""
     with service() as svc:
         pinned = svc.pin(memory_id, reason=reason, pin_category=pin_category, unpin=unpin)
@@ -164,9 +198,11 @@ def pin(memory_id: str = typer.Argument(..., help="Memory id (or a unique prefix
         console.print(f"{'Unpinned' if unpin else 'Pinned'} {pinned}")
 
 
-def share(id_or_text: str = typer.Argument(..., help="A memory id to share, or new text (- for stdin)."),
-          team: str = typer.Option(None, "--team", help="Team to share with (default CEMS_TEAM)."),
-          as_json: bool = JsonOption) -> None:
+def share(
+    id_or_text: str = typer.Argument(..., help="A memory id to share, or new text (- for stdin)."),
+    team: str = typer.Option(None, "--team", help="Team to share with (default CEMS_TEAM)."),
+    as_json: bool = JsonOption,
+) -> None:
     """Share a memory with your team (a shared-scope copy every member can find)."""
     with service() as svc:
         value = _read_text(id_or_text)

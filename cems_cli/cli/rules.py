@@ -9,7 +9,9 @@ import typer
 
 from cems_cli.cli.common import JsonOption, console, emit_json, fail, service, short_id
 
-rule_app = typer.Typer(help="Rules that block, ask about or warn on an agent's tool calls.", no_args_is_help=True)
+rule_app = typer.Typer(
+    help="Rules that block, ask about or warn on an agent's tool calls.", no_args_is_help=True
+)
 
 
 def _rule_json(rule, created: bool | None = None) -> dict:
@@ -21,10 +23,15 @@ def _rule_json(rule, created: bool | None = None) -> dict:
 
 @rule_app.command("add")
 def add(
-    pattern: str = typer.Argument(..., help="Glob (or regex with --regex), or the one-line form "
-                                            "'Bash: git push --force* — reason'."),
-    tool: str = typer.Option(None, "--tool", help="Tool name: Bash, Edit, Write, Read, WebFetch, mcp__server__tool"),
-    field: str = typer.Option(None, "--field", help="tool_input field to match (default: the tool's main one)"),
+    pattern: str = typer.Argument(
+        ..., help="Glob (or regex with --regex), or the one-line form 'Bash: git push --force* — reason'."
+    ),
+    tool: str = typer.Option(
+        None, "--tool", help="Tool name: Bash, Edit, Write, Read, WebFetch, mcp__server__tool"
+    ),
+    field: str = typer.Option(
+        None, "--field", help="tool_input field to match (default: the tool's main one)"
+    ),
     action: str = typer.Option(None, "--action", help="block (default), ask or warn"),
     reason: str = typer.Option(None, "--reason", help="Why: shown to the agent when it is stopped."),
     project: str = typer.Option(None, "--project", help="Only inside this project (org/repo)."),
@@ -49,11 +56,12 @@ def add(
         parts["reason"] = reason
     with service() as svc:
         try:
-            rule = make_rule(**parts, field=field, regex=regex, project=project, scope=scope,
-                             user_id=svc.settings.user)
+            rule = make_rule(
+                **parts, field=field, regex=regex, project=project, scope=scope, user_id=svc.settings.user
+            )
         except ValueError as error:
             fail(str(error))
-        (stored, created), = add_rules(svc, [rule])
+        ((stored, created),) = add_rules(svc, [rule])
     if as_json:
         emit_json(_rule_json(stored, created))
     else:
@@ -61,8 +69,10 @@ def add(
 
 
 @rule_app.command("list")
-def list_(project: str = typer.Option(None, "--project", help="Only rules in force in this project."),
-          as_json: bool = JsonOption) -> None:
+def list_(
+    project: str = typer.Option(None, "--project", help="Only rules in force in this project."),
+    as_json: bool = JsonOption,
+) -> None:
     """The rules in force for you (yours and your team's)."""
     from cems_cli.project import normalize_project
     from cems_cli.rules.manage import list_rules
@@ -81,14 +91,24 @@ def list_(project: str = typer.Option(None, "--project", help="Only rules in for
     for column in ("id", "action", "tool", "pattern", "reason", "where"):
         table.add_column(column, overflow="fold")
     for r in rules:
-        where = ", ".join(x for x in (r.scope, r.project or "all projects", f"field={r.field}" if r.field else "",
-                                      "regex" if r.regex else "") if x)
+        where = ", ".join(
+            x
+            for x in (
+                r.scope,
+                r.project or "all projects",
+                f"field={r.field}" if r.field else "",
+                "regex" if r.regex else "",
+            )
+            if x
+        )
         table.add_row(short_id(r.id), r.action, r.tool, r.pattern, r.reason, where)
     console.print(table)
 
 
 @rule_app.command("rm")
-def rm(rule_id: str = typer.Argument(..., help="Rule id (or a unique prefix)."), as_json: bool = JsonOption) -> None:
+def rm(
+    rule_id: str = typer.Argument(..., help="Rule id (or a unique prefix)."), as_json: bool = JsonOption
+) -> None:
     """Remove a rule."""
     from cems_cli.rules.manage import remove_rule
 
@@ -103,7 +123,9 @@ def rm(rule_id: str = typer.Argument(..., help="Rule id (or a unique prefix)."),
 @rule_app.command("test")
 def test(
     tool: str = typer.Option(..., "--tool", help="Tool name, e.g. Bash"),
-    input_: str = typer.Option(..., "--input", help="tool_input as JSON, e.g. '{\"command\": \"git push -f\"}'"),
+    input_: str = typer.Option(
+        ..., "--input", help='tool_input as JSON, e.g. \'{"command": "git push -f"}\''
+    ),
     project: str = typer.Option(None, "--project", help="Project to test in (default: the current one)."),
     as_json: bool = JsonOption,
 ) -> None:
@@ -122,24 +144,32 @@ def test(
         current = normalize_project(project).lower() if project else svc.settings.current_project().lower()
         rules = list_rules(svc)
     decision = decide(rules, tool, tool_input, current)
-    result = {"decision": decision.action if decision else "allow", "project": current,
-              "rule": _rule_json(decision.rule) if decision else None,
-              "matched": decision.value if decision else None}
+    result = {
+        "decision": decision.action if decision else "allow",
+        "project": current,
+        "rule": _rule_json(decision.rule) if decision else None,
+        "matched": decision.value if decision else None,
+    }
     if as_json:
         emit_json(result)
     elif decision is None:
         console.print(f"allow — no rule matches ({len(rules)} rules checked)")
     else:
         rule = decision.rule
-        console.print(f"{decision.action} — rule {short_id(rule.id)} {rule.tool}: {rule.pattern}"
-                      + (f" — {rule.reason}" if rule.reason else ""), markup=False)
+        console.print(
+            f"{decision.action} — rule {short_id(rule.id)} {rule.tool}: {rule.pattern}"
+            + (f" — {rule.reason}" if rule.reason else ""),
+            markup=False,
+        )
 
 
 @rule_app.command("import")
-def import_(file: Path = typer.Argument(..., help="One rule per line: 'Bash: pattern — reason' (# comments)."),
-            project: str = typer.Option(None, "--project", help="Apply every rule only in this project."),
-            scope: str = typer.Option("personal", "--scope", help="personal or shared"),
-            as_json: bool = JsonOption) -> None:
+def import_(
+    file: Path = typer.Argument(..., help="One rule per line: 'Bash: pattern — reason' (# comments)."),
+    project: str = typer.Option(None, "--project", help="Apply every rule only in this project."),
+    scope: str = typer.Option("personal", "--scope", help="personal or shared"),
+    as_json: bool = JsonOption,
+) -> None:
     """Import rules from a file (all or nothing)."""
     from cems_cli.rules.manage import add_rules
     from cems_cli.rules.parse import parse_rules_file
@@ -158,7 +188,9 @@ def import_(file: Path = typer.Argument(..., help="One rule per line: 'Bash: pat
         stored = add_rules(svc, rules)
     created = sum(1 for _, new in stored if new)
     if as_json:
-        emit_json({"imported": len(stored), "created": created, "rules": [_rule_json(r, c) for r, c in stored]})
+        emit_json(
+            {"imported": len(stored), "created": created, "rules": [_rule_json(r, c) for r, c in stored]}
+        )
     else:
         console.print(f"Imported {len(stored)} rules ({created} new)")
 

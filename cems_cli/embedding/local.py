@@ -60,7 +60,9 @@ class LocalEmbedder:
         options.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
         options.log_severity_level = 3
         try:
-            self._session = ort.InferenceSession(str(model_file()), options, providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(
+                str(model_file()), options, providers=["CPUExecutionProvider"]
+            )
         except Exception as error:
             raise EmbeddingError(f"cannot load the embedding model {model_file()}: {error}") from None
         self._input_names = {i.name for i in self._session.get_inputs()}

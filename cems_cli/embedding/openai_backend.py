@@ -13,8 +13,16 @@ _RETRIES = 3
 
 
 class OpenAIEmbedder:
-    def __init__(self, *, base_url: str | None, api_key: str | None, model: str, dim: int,
-                 batch_size: int = 64, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        dim: int,
+        batch_size: int = 64,
+        timeout: float = 30.0,
+    ) -> None:
         if not base_url and not api_key:
             raise EmbeddingError("CEMS_EMBEDDING_BACKEND=openai needs CEMS_LLM_BASE_URL or CEMS_LLM_API_KEY")
         from openai import OpenAI
@@ -23,7 +31,9 @@ class OpenAIEmbedder:
         self.dim = dim
         self.batch_size = batch_size
         # Retries are ours (with backoff) so a timeout is bounded and every failure is reported once.
-        self._client = OpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0)
+        self._client = OpenAI(
+            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0
+        )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -43,13 +53,18 @@ class OpenAIEmbedder:
                 vectors = np.asarray([d.embedding for d in data], dtype=np.float32)
                 if vectors.shape != (len(batch), self.dim):
                     raise EmbeddingError(
-                        f"embedding endpoint returned shape {vectors.shape}, expected ({len(batch)}, {self.dim}); "
+                        f"embedding endpoint returned shape {vectors.shape}, "
+                        f"expected ({len(batch)}, {self.dim}); "
                         "set CEMS_EMBEDDING_DIM to the model's dimension"
                     )
                 norms = np.linalg.norm(vectors, axis=1, keepdims=True)
                 return vectors / np.clip(norms, 1e-12, None)
-            except (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError,
-                    openai.InternalServerError) as error:
+            except (
+                openai.APITimeoutError,
+                openai.APIConnectionError,
+                openai.RateLimitError,
+                openai.InternalServerError,
+            ) as error:
                 last_error = error
                 time.sleep(0.5 * 2**attempt)
             except openai.APIError as error:

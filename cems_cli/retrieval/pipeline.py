@@ -1,15 +1,31 @@
-"""The search orchestrator: retrieve candidates per query, fuse, and assemble results."""
+"""The search orchestrator: every stage of the retrieval seeds, in order, each one skippable.
+
+understand → strong-signal probe → synthesis / decomposition / HyDE → candidate retrieval (vector and
+lexical per query, all variants embedded in one batch) → weighted RRF fusion → rerank → relevance filter,
+semantic dedup → score adjustments → token-budgeted (or MMR) assembly → neighbour context.
+
+`vector` mode makes no LLM call and reads one list; `hybrid` runs everything that is configured (no LLM
+means no LLM stages, silently); `auto` lets query understanding choose between the two.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from cems_cli.llm import LLMClient
+    from cems_cli.retrieval.types import Candidate, QueryAnalysis, RankedList
     from cems_cli.service import MemoryService, SearchResult
-    from cems_cli.store.search import ChunkHit
+    from cems_cli.store.search import ChunkHit, SearchFilters
 
-SNIPPET_CHARS = 240
+SNIPPET_CHARS = 300
+# How many chunks each list fetches: deep enough that fusion sees documents ranked well by only one list.
+MIN_DEPTH = 50
+# ts_rank_cd scores are small; this scale maps a clearly matching chunk near the 0.85 strong-signal bar.
+LEXICAL_SATURATION_SCALE = 0.1
 
 
 @dataclass(frozen=True)
@@ -22,12 +38,214 @@ class SearchRequest:
     current_project: str | None
     mode: str
     explain: bool = False
+    # Hooks pass their own: a tight token budget and a floor below which nothing is worth injecting.
+    token_budget: int | None = None
+    min_score: float | None = None
 
 
-def best_chunk_per_document(hits: list[ChunkHit]) -> list[ChunkHit]:
-    """Chunk-level dedup: a document ranks by its best chunk only (hits arrive best first)."""
+@dataclass
+class QueryVariant:
+    name: str
+    text: str
+    is_original: bool
+    vector: bool = True
+    lexical: bool = True
+
+
+@dataclass
+class Trace:
+    """What ran, for --explain: the stages, the query variants, the timings."""
+
+    stages: dict[str, Any] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    _t: float = field(default_factory=time.perf_counter)
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings_ms[stage] = round((now - self._t) * 1000, 2)
+        self._t = now
+
+
+def run_search(service: MemoryService, request: SearchRequest) -> list[SearchResult]:
+    from cems_cli.store import search as store_search
+
+    settings = service.settings
+    trace = Trace()
+    conn = service.conn
+    store_search.prepare_session(conn)
+    filters = store_search.SearchFilters(
+        identity=service.identity,
+        scope=request.scope,
+        category=request.category,
+        project=request.project_filter,
+    )
+    depth = max(request.limit * 10, MIN_DEPTH)
+
+    # 1. Understanding and routing.
+    llm = _llm_client(settings) if request.mode != "vector" else None
+    analysis = _understand(llm, request.query)
+    mode = analysis.route if request.mode == "auto" else request.mode
+    trace.stages["understand"] = {
+        "source": analysis.source,
+        "intent": analysis.intent,
+        "complexity": analysis.complexity,
+        "temporal": analysis.is_temporal,
+        "preference": analysis.is_preference,
+        "aggregation": analysis.is_aggregation,
+        "entities": analysis.entities,
+        "route": analysis.route,
+        "mode": mode,
+    }
+    trace.lap("understand")
+
+    variants = [QueryVariant("original", request.query, is_original=True, lexical=mode != "vector")]
+    lexical_cache: dict[str, list[ChunkHit]] = {}
+
+    # 2-4. Strong-signal probe, then expansions only when the probe is not already decisive.
+    if mode != "vector":
+        lexical_cache[request.query] = store_search.lexical_hits(conn, request.query, filters, depth)
+        signal = _strong_signal(lexical_cache[request.query], settings)
+        trace.stages["strong_signal"] = signal
+        if llm is not None and not signal["skip_expansion"]:
+            variants += _expansions(service, llm, request.query, analysis, filters)
+        trace.lap("expand")
+
+    # 5. Candidate retrieval: every variant embedded in one batch.
+    vector_variants = [v for v in variants if v.vector]
+    vectors = service.query_embedder.embed([v.text for v in vector_variants])
+    query_vector = vectors[0]
+    trace.lap("embed")
+    chunk_lists: list[tuple[QueryVariant, str, list[ChunkHit]]] = []
+    for variant, vector in zip(vector_variants, vectors, strict=True):
+        chunk_lists.append((variant, "vector", store_search.vector_hits(conn, vector, filters, depth)))
+    for variant in variants:
+        if variant.lexical:
+            hits = lexical_cache.get(variant.text)
+            if hits is None:
+                hits = store_search.lexical_hits(conn, variant.text, filters, depth)
+            chunk_lists.append((variant, "lexical", hits))
+    trace.stages["queries"] = [{"name": v.name, "text": v.text, "original": v.is_original} for v in variants]
+    trace.lap("retrieve")
+
+    candidates, ranked = _build_candidates(conn, chunk_lists, query_vector)
+    if not candidates:
+        trace.lap("assemble")
+        return []
+
+    # 6. Fusion.
+    from cems_cli.retrieval.fusion import fuse_candidates
+
+    fused = fuse_candidates(
+        ranked,
+        candidates,
+        k=settings.rrf_k,
+        original_weight=settings.rrf_original_weight,
+        expansion_weight=settings.rrf_expansion_weight,
+        hybrid_vector_weight=settings.hybrid_vector_weight,
+    )
+    trace.lap("fuse")
+
+    # 7. Reranking of the head; the tail keeps its fused order below it.
+    if mode != "vector":
+        fused = _rerank(settings, llm, request.query, query_vector, fused, trace)
+    trace.lap("rerank")
+
+    # 8. Relevance filter and semantic dedup.
+    from cems_cli.retrieval.filtering import filter_by_threshold, semantic_dedup
+
+    kept = filter_by_threshold(fused, settings.relevance_threshold)
+    kept = semantic_dedup(kept)
+
+    # 9. Score adjustments.
+    from cems_cli.retrieval.adjust import apply_adjustments
+
+    adjusted = apply_adjustments(
+        kept, now=datetime.now(UTC), current_project=request.current_project, is_temporal=analysis.is_temporal
+    )
+    if request.min_score is not None:
+        adjusted = [c for c in adjusted if c.score >= request.min_score]
+    trace.lap("filter_adjust")
+
+    # 10. Assembly within the token budget (MMR across sessions for aggregation questions).
+    selected = _assemble(adjusted, request, settings, diverse=analysis.is_aggregation and mode != "vector")
+    trace.lap("assemble")
+    return _results(service, selected, request, trace)
+
+
+# --- stages -----------------------------------------------------------------------------------------------
+
+
+def _llm_client(settings) -> LLMClient | None:
+    if not settings.llm_configured:
+        return None
+    from cems_cli.llm import client_from_settings
+
+    return client_from_settings(
+        settings.llm_base_url, settings.llm_api_key, settings.llm_model, settings.llm_timeout
+    )
+
+
+def _understand(llm: LLMClient | None, query: str) -> QueryAnalysis:
+    from cems_cli.retrieval.understand import heuristic_analysis, parse_llm_analysis
+
+    if llm is None:
+        return heuristic_analysis(query)
+    from cems_cli.retrieval.llm_stages import llm_understand
+
+    answer = llm_understand(llm, query)
+    return parse_llm_analysis(answer, query) if answer else heuristic_analysis(query)
+
+
+def _strong_signal(hits: list[ChunkHit], settings) -> dict[str, Any]:
+    from cems_cli.retrieval.strong_signal import detect_strong_signal, saturate
+
+    scores = [saturate(h.score, LEXICAL_SATURATION_SCALE) for h in _best_per_document(hits)[:2]]
+    signal = detect_strong_signal(
+        scores, threshold=settings.strong_signal_threshold, min_gap=settings.strong_signal_gap
+    )
+    return {"skip_expansion": signal.skip_expansion, "top": round(signal.top, 4), "gap": round(signal.gap, 4)}
+
+
+def _expansions(
+    service: MemoryService, llm: LLMClient, query: str, analysis: QueryAnalysis, filters: SearchFilters
+) -> list[QueryVariant]:
+    """Synthesised reformulations, sub-questions and a hypothetical memory (HyDE)."""
+    from cems_cli.retrieval import llm_stages
+
+    kind = "temporal" if analysis.is_temporal else "preference" if analysis.is_preference else "standard"
+    profile = _preference_profile(service, filters) if kind == "preference" else []
+    variants: list[QueryVariant] = []
+    seen = {query.lower()}
+    texts = llm_stages.synthesize_queries(llm, query, kind=kind, profile=profile)
+    if analysis.complexity != "simple":
+        texts += llm_stages.decompose(llm, query)
+    for i, text in enumerate(texts):
+        if text.lower() not in seen:
+            seen.add(text.lower())
+            variants.append(QueryVariant(f"expansion{i + 1}", text, is_original=False))
+    hypothetical = llm_stages.hyde(llm, query, kind=kind, profile=profile)
+    if hypothetical:
+        # A hypothetical memory is prose: it helps the embedding match, not the keyword match.
+        variants.append(QueryVariant("hyde", hypothetical, is_original=False, lexical=False))
+    return variants
+
+
+def _preference_profile(service: MemoryService, filters: SearchFilters) -> list[str]:
+    """The user's own 'I use / I prefer' statements ground the preference variant of synthesis."""
+    from dataclasses import replace
+
+    from cems_cli.store.search import fetch_documents, lexical_hits
+
+    probe = lexical_hits(
+        service.conn, "I prefer like use always usually favorite", replace(filters, category="preferences"), 8
+    )
+    documents = fetch_documents(service.conn, [h.document_id for h in probe])
+    return [documents[h.document_id].content[:200] for h in probe if h.document_id in documents][:5]
+
+
+def _best_per_document(hits: list[ChunkHit]) -> list[ChunkHit]:
     seen: set[str] = set()
-    best: list[ChunkHit] = []
+    best = []
     for hit in hits:
         if hit.document_id not in seen:
             seen.add(hit.document_id)
@@ -35,57 +253,152 @@ def best_chunk_per_document(hits: list[ChunkHit]) -> list[ChunkHit]:
     return best
 
 
-def run_search(service: MemoryService, request: SearchRequest) -> list[SearchResult]:
-    from cems_cli.store import search as store_search
+def _build_candidates(conn, chunk_lists, query_vector) -> tuple[dict[str, Candidate], list[RankedList]]:
+    """One candidate per document (its chunk closest to the query) and one ranked list per retrieval."""
+    import numpy as np
 
-    conn = service.conn
-    store_search.prepare_session(conn)
-    filters = store_search.SearchFilters(
-        identity=service.identity, scope=request.scope, category=request.category, project=request.project_filter
-    )
-    depth = max(request.limit * 10, 50)
-    query_vector = service.embedder.embed([request.query])[0]
-    lists: dict[str, list[ChunkHit]] = {
-        "vector": best_chunk_per_document(store_search.vector_hits(conn, query_vector, filters, depth)),
-    }
-    if request.mode != "vector":
-        lists["lexical"] = best_chunk_per_document(store_search.lexical_hits(conn, request.query, filters, depth))
+    from cems_cli.retrieval.types import Candidate, RankedItem, RankedList
+    from cems_cli.store.search import fetch_chunks, fetch_documents
 
-    k = service.settings.rrf_k
-    fused: dict[str, float] = {}
-    best_hit: dict[str, ChunkHit] = {}
-    ranks: dict[str, dict[str, int]] = {}
-    for name, hits in lists.items():
-        for rank, hit in enumerate(hits, start=1):
-            fused[hit.document_id] = fused.get(hit.document_id, 0.0) + 1.0 / (k + rank)
-            ranks.setdefault(hit.document_id, {})[name] = rank
-            best_hit.setdefault(hit.document_id, hit)
-    order = sorted(fused, key=lambda d: (-fused[d], d))[: request.limit]
-    return _assemble(service, order, fused, best_hit, ranks, len(lists), k)
-
-
-def _assemble(service, order, fused, best_hit, ranks, n_lists, k) -> list[SearchResult]:
-    from cems_cli.service import SearchResult
-    from cems_cli.store import search as store_search
-
-    documents = store_search.fetch_documents(service.conn, order)
-    chunks = store_search.fetch_chunks(service.conn, [best_hit[d].chunk_id for d in order])
-    top_possible = n_lists / (k + 1)  # a document ranked first everywhere
-    results = []
-    for doc_id in order:
+    ranked: list[RankedList] = []
+    chunk_ids: dict[str, set[str]] = {}
+    for variant, kind, hits in chunk_lists:
+        best = _best_per_document(hits)
+        for hit in hits:
+            chunk_ids.setdefault(hit.document_id, set()).add(hit.chunk_id)
+        ranked.append(
+            RankedList(
+                name=f"{variant.name}:{kind}",
+                kind=kind,
+                is_original=variant.is_original,
+                items=[RankedItem(h.document_id, h.score) for h in best],
+            )
+        )
+    documents = fetch_documents(conn, list(chunk_ids))
+    chunks = fetch_chunks(conn, [c for ids in chunk_ids.values() for c in ids])
+    index_of = {hit.chunk_id: hit.chunk_index for _, _, hits in chunk_lists for hit in hits}
+    candidates: dict[str, Candidate] = {}
+    for doc_id, ids in chunk_ids.items():
         record = documents.get(doc_id)
+        scored = [(float(np.dot(chunks[c][1], query_vector)), c) for c in ids if c in chunks]
+        if record is None or not scored:
+            continue
+        similarity, chunk_id = max(scored)
+        candidates[doc_id] = Candidate(
+            document_id=doc_id,
+            chunk_id=chunk_id,
+            chunk_index=index_of[chunk_id],
+            content=chunks[chunk_id][0],
+            category=record.category,
+            created_at=record.created_at,
+            last_accessed=record.last_accessed,
+            priority=record.priority,
+            pinned=record.pinned,
+            source_ref=record.source_ref,
+            tags=record.tags,
+            title=record.title,
+            embedding=chunks[chunk_id][1],
+            vector_score=max(0.0, similarity),
+        )
+    for ranked_list in ranked:  # a document whose row vanished mid-search drops out of every list
+        ranked_list.items = [item for item in ranked_list.items if item.document_id in candidates]
+    return candidates, ranked
+
+
+def _rerank(
+    settings, llm: LLMClient | None, query: str, query_vector, fused: list[Candidate], trace: Trace
+) -> list[Candidate]:
+    from cems_cli.retrieval import llm_stages
+    from cems_cli.retrieval.rerank_blend import best_snippet, blend_rerank, cosine_rerank
+    from cems_cli.retrieval.understand import query_terms
+
+    backend = settings.rerank_backend
+    head, tail = fused[: settings.rerank_input_limit], fused[settings.rerank_input_limit :]
+    scores: dict[str, float] | None = None
+    if backend == "embedding":
+        scores = cosine_rerank(query_vector, head)
+    elif backend in ("llm", "ollama"):
+        terms = query_terms(query)
+        docs = [(c.document_id, best_snippet(c.content, terms, 300)) for c in head]
+        if backend == "llm" and llm is not None:
+            scores = llm_stages.llm_rerank(llm, query, docs)
+        elif backend == "ollama":
+            scores = llm_stages.ollama_rerank(
+                settings.ollama_url, settings.reranker_model, query, docs, settings.llm_timeout
+            )
+    trace.stages["rerank"] = {"backend": backend, "scored": len(scores) if scores else 0}
+    if not scores:
+        return fused
+    reranked = blend_rerank(head, scores)
+    # Candidates past the rerank window stay below every reranked one, in their fused order.
+    return reranked + tail
+
+
+def _assemble(
+    candidates: list[Candidate], request: SearchRequest, settings, *, diverse: bool
+) -> list[Candidate]:
+    from cems_cli.retrieval.assemble import assemble_diverse, assemble_greedy
+
+    budget = request.token_budget or settings.context_budget
+    counter = _token_counter(candidates, budget)
+    if diverse:
+        return assemble_diverse(candidates, counter, budget, max_results=request.limit).selected
+    return assemble_greedy(candidates, counter, budget, max_results=request.limit).selected
+
+
+def _token_counter(candidates: list[Candidate], budget: int):
+    """Exact tiktoken counts only when they can matter: a token is at least one byte, so if every
+    candidate's bytes fit the budget together, byte length is a safe stand-in and the encoder never loads."""
+    total_bytes = sum(len(c.content.encode("utf-8")) for c in candidates)
+    if total_bytes <= budget:
+        return lambda text: len(text.encode("utf-8"))
+    from cems_cli.text.tokens import count_tokens
+
+    return count_tokens
+
+
+def _results(
+    service: MemoryService, selected: list[Candidate], request: SearchRequest, trace: Trace
+) -> list[SearchResult]:
+    from cems_cli.retrieval.rerank_blend import best_snippet
+    from cems_cli.retrieval.understand import query_terms
+    from cems_cli.service import SearchResult
+    from cems_cli.store.search import fetch_documents, neighbour_chunks
+
+    documents = fetch_documents(service.conn, [c.document_id for c in selected])
+    terms = query_terms(request.query)
+    results = []
+    for cand in selected:
+        record = documents.get(cand.document_id)
         if record is None:
             continue
-        chunk_text = chunks.get(best_hit[doc_id].chunk_id, (record.content, None))[0]
-        results.append(SearchResult(
-            id=doc_id, score=fused[doc_id] / top_possible, category=record.category, content=record.content,
-            snippet=_snippet(chunk_text), title=record.title, tags=record.tags, scope=record.scope,
-            source_ref=record.source_ref, pinned=record.pinned, created_at=record.created_at,
-            explain={"ranks": ranks[doc_id], "rrf": fused[doc_id]},
-        ))
+        context: list[str] = []
+        if cand.content != record.content:  # a chunk of a longer memory: its neighbours are context
+            context = [
+                text
+                for index, text in neighbour_chunks(service.conn, cand.document_id, cand.chunk_index)
+                if index != cand.chunk_index
+            ]
+        explain = {k: v for k, v in cand.explain.items()} if request.explain else {}
+        if request.explain:
+            explain["chunk_index"] = cand.chunk_index
+        results.append(
+            SearchResult(
+                id=cand.document_id,
+                score=cand.score,
+                category=record.category,
+                content=record.content,
+                snippet=best_snippet(cand.content, terms, SNIPPET_CHARS),
+                title=record.title,
+                tags=record.tags,
+                scope=record.scope,
+                source_ref=record.source_ref,
+                pinned=record.pinned,
+                created_at=record.created_at,
+                explain=explain,
+                context=context,
+            )
+        )
+    if request.explain and results:
+        results[0].explain["pipeline"] = {"stages": trace.stages, "timings_ms": trace.timings_ms}
     return results
-
-
-def _snippet(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1].rstrip() + "…"

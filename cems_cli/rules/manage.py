@@ -20,22 +20,39 @@ def rule_text(rule: Rule) -> str:
 
 
 def add_rules(svc: MemoryService, rules: list[Rule]) -> list[tuple[Rule, bool]]:
-    """Store rules (all or nothing) and rewrite the snapshot; returns each stored rule and whether it is new."""
+    """Store rules (all or nothing) and rewrite the snapshot; returns each rule and whether it is new."""
     from cems_cli.rules.refresh import write_rules_snapshot
     from cems_cli.store.rules import insert_rule_spec
 
     prepared = [
-        (rule, svc.prepare(rule_text(rule), category="rules", scope=rule.scope, tags=["rule", rule.tool],
-                           project=rule.project, source="rule"))
+        (
+            rule,
+            svc.prepare(
+                rule_text(rule),
+                category="rules",
+                scope=rule.scope,
+                tags=["rule", rule.tool],
+                project=rule.project,
+                source="rule",
+            ),
+        )
         for rule in rules
     ]
     stored: list[tuple[Rule, bool]] = []
     with svc.conn.transaction():
         for rule, memory in prepared:
             document_id, created = svc.store(memory)
-            inserted = insert_rule_spec(svc.conn, document_id, tool=rule.tool, pattern=rule.pattern,
-                                        field=rule.field, action=rule.action, reason=rule.reason,
-                                        regex=rule.regex, project=rule.project)
+            inserted = insert_rule_spec(
+                svc.conn,
+                document_id,
+                tool=rule.tool,
+                pattern=rule.pattern,
+                field=rule.field,
+                action=rule.action,
+                reason=rule.reason,
+                regex=rule.regex,
+                project=rule.project,
+            )
             stored.append((_with_id(rule, document_id, svc), created or inserted))
     write_rules_snapshot(svc.conn, svc.identity, svc.settings.home)
     return stored
@@ -44,8 +61,12 @@ def add_rules(svc: MemoryService, rules: list[Rule]) -> list[tuple[Rule, bool]]:
 def _with_id(rule: Rule, document_id: str, svc: MemoryService) -> Rule:
     from dataclasses import replace
 
-    return replace(rule, id=document_id, user_id=svc.settings.user,
-                   team_id=svc.settings.team if rule.scope == "shared" else None)
+    return replace(
+        rule,
+        id=document_id,
+        user_id=svc.settings.user,
+        team_id=svc.settings.team if rule.scope == "shared" else None,
+    )
 
 
 def list_rules(svc: MemoryService, project: str | None = None) -> list[Rule]:
@@ -84,5 +105,5 @@ def share_rule(svc: MemoryService, rule_id: str) -> tuple[str, bool]:
     found = [r for r in rules_from_rows(visible_rules(svc.conn, svc.identity)) if r.id == rule_id]
     if not found:
         raise UserError(f"rule {rule_id!r} is not in force (forgotten?)")
-    (stored, created), = add_rules(svc, [replace(found[0], scope="shared")])
+    ((stored, created),) = add_rules(svc, [replace(found[0], scope="shared")])
     return stored.id, created

@@ -10,9 +10,20 @@ from cems_cli.rules.snapshot import write_snapshot
 
 def rules_from_rows(rows) -> list[Rule]:
     return [
-        Rule(id=r.id, tool=r.tool, pattern=r.pattern, action=r.action, reason=r.reason, field=r.field,
-             regex=r.regex, project=r.project, scope=r.scope, user_id=r.user_id, team_id=r.team_id,
-             created_at=r.created_at.isoformat(timespec="seconds"))
+        Rule(
+            id=r.id,
+            tool=r.tool,
+            pattern=r.pattern,
+            action=r.action,
+            reason=r.reason,
+            field=r.field,
+            regex=r.regex,
+            project=r.project,
+            scope=r.scope,
+            user_id=r.user_id,
+            team_id=r.team_id,
+            created_at=r.created_at.isoformat(timespec="seconds"),
+        )
         for r in rows
     ]
 

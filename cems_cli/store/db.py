@@ -55,7 +55,9 @@ def _safe_url(url: str) -> str:
     return f"PostgreSQL at {host}:{port}/{db}"
 
 
-def connect(settings: Settings, *, check_dimension: bool = True, autocommit: bool = True) -> psycopg.Connection:
+def connect(
+    settings: Settings, *, check_dimension: bool = True, autocommit: bool = True
+) -> psycopg.Connection:
     """Open a connection, apply pending migrations, and check the embedding dimension."""
     location = locate(settings)
     try:

@@ -20,10 +20,14 @@ class Identity:
     team: str | None
 
 
-def visibility_clause(identity: Identity, scope: str = "both", alias: str = "d") -> tuple[str, dict[str, Any]]:
+def visibility_clause(
+    identity: Identity, scope: str = "both", alias: str = "d"
+) -> tuple[str, dict[str, Any]]:
     personal = f"({alias}.scope = 'personal' AND {alias}.user_id = %(vis_user)s)"
     # A user always sees what they shared themselves, even without CEMS_TEAM set.
-    shared = f"({alias}.scope = 'shared' AND ({alias}.team_id = %(vis_team)s OR {alias}.user_id = %(vis_user)s))"
+    shared = (
+        f"({alias}.scope = 'shared' AND ({alias}.team_id = %(vis_team)s OR {alias}.user_id = %(vis_user)s))"
+    )
     parts = {"personal": [personal], "shared": [shared], "both": [personal, shared]}[scope]
     return "(" + " OR ".join(parts) + ")", {"vis_user": identity.user, "vis_team": identity.team}
 
@@ -34,12 +38,15 @@ def live_clause(alias: str = "d") -> str:
 
 def project_clause(alias: str = "d") -> str:
     """Matches `project:org/repo` exactly or followed by `:…` (a file reference inside the project)."""
-    return (f"({alias}.source_ref = %(project)s "
-            f"OR left({alias}.source_ref, length(%(project)s) + 1) = %(project)s || ':')")
+    return (
+        f"({alias}.source_ref = %(project)s "
+        f"OR left({alias}.source_ref, length(%(project)s) + 1) = %(project)s || ':')"
+    )
 
 
-def find_live_duplicate(conn: psycopg.Connection, identity: Identity, scope: str, team: str | None,
-                        content_hash: str) -> str | None:
+def find_live_duplicate(
+    conn: psycopg.Connection, identity: Identity, scope: str, team: str | None, content_hash: str
+) -> str | None:
     row = conn.execute(
         "SELECT id FROM memory_documents WHERE user_id = %s AND scope = %s AND coalesce(team_id, '') = %s "
         "AND content_hash = %s AND NOT archived",
@@ -48,8 +55,15 @@ def find_live_duplicate(conn: psycopg.Connection, identity: Identity, scope: str
     return str(row[0]) if row else None
 
 
-def insert_memory(conn: psycopg.Connection, identity: Identity, memory: NewMemory, content_hash: str,
-                  chunks: Sequence[str], vectors: np.ndarray, team: str | None) -> tuple[str, bool]:
+def insert_memory(
+    conn: psycopg.Connection,
+    identity: Identity,
+    memory: NewMemory,
+    content_hash: str,
+    chunks: Sequence[str],
+    vectors: np.ndarray,
+    team: str | None,
+) -> tuple[str, bool]:
     """Insert a document and its chunks in one transaction; returns (id, created)."""
     with conn.transaction():
         row = conn.execute(
@@ -59,9 +73,24 @@ def insert_memory(conn: psycopg.Connection, identity: Identity, memory: NewMemor
             "coalesce(%s, now()), coalesce(%s, now())) "
             "ON CONFLICT (user_id, scope, coalesce(team_id, ''), content_hash) WHERE NOT archived DO NOTHING "
             "RETURNING id",
-            (memory.content, content_hash, identity.user, team, memory.scope, memory.category, memory.title,
-             memory.tags, memory.source, memory.source_ref, memory.pinned, memory.pin_reason,
-             memory.pin_category, memory.expires_at, memory.created_at, memory.created_at),
+            (
+                memory.content,
+                content_hash,
+                identity.user,
+                team,
+                memory.scope,
+                memory.category,
+                memory.title,
+                memory.tags,
+                memory.source,
+                memory.source_ref,
+                memory.pinned,
+                memory.pin_reason,
+                memory.pin_category,
+                memory.expires_at,
+                memory.created_at,
+                memory.created_at,
+            ),
         ).fetchone()
         if row is None:  # a concurrent process stored the same text first
             existing = find_live_duplicate(conn, identity, memory.scope, team, content_hash)
@@ -71,14 +100,16 @@ def insert_memory(conn: psycopg.Connection, identity: Identity, memory: NewMemor
         doc_id = row[0]
         with conn.cursor() as cur:
             cur.executemany(
-                "INSERT INTO memory_chunks (document_id, chunk_index, content, embedding) VALUES (%s, %s, %s, %s)",
+                "INSERT INTO memory_chunks (document_id, chunk_index, content, embedding) "
+                "VALUES (%s, %s, %s, %s)",
                 [(doc_id, i, text, vectors[i]) for i, text in enumerate(chunks)],
             )
     return str(doc_id), True
 
 
-def get_memory(conn: psycopg.Connection, identity: Identity, memory_id: str,
-               include_archived: bool = True) -> MemoryRecord | None:
+def get_memory(
+    conn: psycopg.Connection, identity: Identity, memory_id: str, include_archived: bool = True
+) -> MemoryRecord | None:
     vis, params = visibility_clause(identity)
     archived = "" if include_archived else " AND NOT d.archived"
     row = conn.execute(
@@ -101,9 +132,16 @@ def resolve_id(conn: psycopg.Connection, identity: Identity, prefix: str) -> str
     return str(rows[0][0]) if len(rows) == 1 else None
 
 
-def list_memories(conn: psycopg.Connection, identity: Identity, *, scope: str = "both",
-                  category: str | None = None, project: str | None = None, limit: int = 50,
-                  include_archived: bool = False) -> list[MemoryRecord]:
+def list_memories(
+    conn: psycopg.Connection,
+    identity: Identity,
+    *,
+    scope: str = "both",
+    category: str | None = None,
+    project: str | None = None,
+    limit: int = 50,
+    include_archived: bool = False,
+) -> list[MemoryRecord]:
     vis, params = visibility_clause(identity, scope)
     where = [vis]
     if not include_archived:
@@ -141,8 +179,15 @@ def purge_memory(conn: psycopg.Connection, identity: Identity, memory_id: str) -
     return row is not None
 
 
-def pin_memory(conn: psycopg.Connection, identity: Identity, memory_id: str, *, pinned: bool,
-               reason: str | None, pin_category: str | None) -> bool:
+def pin_memory(
+    conn: psycopg.Connection,
+    identity: Identity,
+    memory_id: str,
+    *,
+    pinned: bool,
+    reason: str | None,
+    pin_category: str | None,
+) -> bool:
     row = conn.execute(
         "UPDATE memory_documents SET pinned = %s, pin_reason = %s, pin_category = %s, updated_at = now() "
         "WHERE id::text = %s AND user_id = %s AND NOT archived RETURNING id",

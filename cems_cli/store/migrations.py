@@ -72,7 +72,8 @@ def migrate(conn: psycopg.Connection, embedding_dim: int, embedding_model: str) 
             )
             if migration.version == 1:
                 conn.execute(
-                    "INSERT INTO cems_meta (key, value) VALUES ('embedding_dim', %s), ('embedding_model', %s)",
+                    "INSERT INTO cems_meta (key, value) "
+                    "VALUES ('embedding_dim', %s), ('embedding_model', %s)",
                     (str(embedding_dim), embedding_model),
                 )
             applied.append(migration.name)

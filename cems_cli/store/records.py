@@ -8,7 +8,8 @@ from typing import Any
 
 DOCUMENT_COLUMNS = (
     "id, content, content_hash, user_id, team_id, scope, category, title, tags, source, source_ref, pinned, "
-    "pin_reason, pin_category, priority, access_count, last_accessed, expires_at, archived, created_at, updated_at"
+    "pin_reason, pin_category, priority, access_count, last_accessed, expires_at, archived, created_at, "
+    "updated_at"
 )
 
 

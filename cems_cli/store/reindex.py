@@ -11,28 +11,37 @@ from cems_cli.embedding import Embedder
 BATCH = 256
 
 
-def reindex(conn: psycopg.Connection, embedder: Embedder, model_name: str,
-            progress: Callable[[int, int], None] | None = None) -> int:
+def reindex(
+    conn: psycopg.Connection,
+    embedder: Embedder,
+    model_name: str,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
     """Re-embed all chunks in one transaction (all or nothing); returns the number of chunks."""
     total = conn.execute("SELECT count(*) FROM memory_chunks").fetchone()[0]
     with conn.transaction():
         conn.execute("DROP INDEX IF EXISTS memory_chunks_embedding")
         conn.execute("ALTER TABLE memory_chunks ALTER COLUMN embedding DROP NOT NULL")
-        conn.execute(f"ALTER TABLE memory_chunks ALTER COLUMN embedding TYPE vector({int(embedder.dim)}) "
-                     "USING NULL")
+        conn.execute(
+            f"ALTER TABLE memory_chunks ALTER COLUMN embedding TYPE vector({int(embedder.dim)}) USING NULL"
+        )
         done = 0
         with conn.cursor(name="reindex_chunks") as reader:
             reader.execute("SELECT id, content FROM memory_chunks ORDER BY id")
             while rows := reader.fetchmany(BATCH):
                 vectors = embedder.embed([r[1] for r in rows])
                 with conn.cursor() as writer:
-                    writer.executemany("UPDATE memory_chunks SET embedding = %s WHERE id = %s",
-                                       [(vectors[i], rows[i][0]) for i in range(len(rows))])
+                    writer.executemany(
+                        "UPDATE memory_chunks SET embedding = %s WHERE id = %s",
+                        [(vectors[i], rows[i][0]) for i in range(len(rows))],
+                    )
                 done += len(rows)
                 if progress:
                     progress(done, total)
         conn.execute("ALTER TABLE memory_chunks ALTER COLUMN embedding SET NOT NULL")
-        conn.execute("CREATE INDEX memory_chunks_embedding ON memory_chunks USING hnsw (embedding vector_cosine_ops)")
+        conn.execute(
+            "CREATE INDEX memory_chunks_embedding ON memory_chunks USING hnsw (embedding vector_cosine_ops)"
+        )
         conn.execute("UPDATE cems_meta SET value = %s WHERE key = 'embedding_dim'", (str(embedder.dim),))
         conn.execute("UPDATE cems_meta SET value = %s WHERE key = 'embedding_model'", (model_name,))
     return total

@@ -26,8 +26,18 @@ class RuleRow:
     created_at: datetime
 
 
-def insert_rule_spec(conn: psycopg.Connection, document_id: str, *, tool: str, pattern: str,
-                     field: str | None, action: str, reason: str, regex: bool, project: str | None) -> bool:
+def insert_rule_spec(
+    conn: psycopg.Connection,
+    document_id: str,
+    *,
+    tool: str,
+    pattern: str,
+    field: str | None,
+    action: str,
+    reason: str,
+    regex: bool,
+    project: str | None,
+) -> bool:
     row = conn.execute(
         "INSERT INTO rules (document_id, tool, pattern, field, action, reason, is_regex, project) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (document_id) DO NOTHING RETURNING document_id",

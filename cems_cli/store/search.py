@@ -52,8 +52,9 @@ def prepare_session(conn: psycopg.Connection) -> None:
     conn.execute("SET hnsw.iterative_scan = relaxed_order")
 
 
-def vector_hits(conn: psycopg.Connection, query_vector: np.ndarray, filters: SearchFilters,
-                limit: int) -> list[ChunkHit]:
+def vector_hits(
+    conn: psycopg.Connection, query_vector: np.ndarray, filters: SearchFilters, limit: int
+) -> list[ChunkHit]:
     where, params = _where(filters)
     params.update(q=query_vector, limit=limit)
     rows = conn.execute(

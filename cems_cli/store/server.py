@@ -118,8 +118,9 @@ def ensure_server(pgdata: Path) -> PostmasterState:
                 warnings.simplefilter("ignore")
                 ep.get_server(pgdata, cleanup_mode=None)
         except Exception as error:  # the wheel raises CalledProcessError, AssertionError, OSError…
-            raise ServerError(f"could not start the embedded PostgreSQL in {pgdata}: {_reason(error, pgdata)}") \
-                from None
+            raise ServerError(
+                f"could not start the embedded PostgreSQL in {pgdata}: {_reason(error, pgdata)}"
+            ) from None
         finally:
             _prune_handle_pids(pgdata)
     state = read_postmaster(pgdata)

@@ -23,7 +23,9 @@ def clean_text(text: str | bytes) -> str:
     if not text:
         raise InvalidText("memory text is empty")
     if len(text) > MAX_CONTENT_CHARS:
-        raise InvalidText(f"memory text is too long ({len(text):,} characters, at most {MAX_CONTENT_CHARS:,})")
+        raise InvalidText(
+            f"memory text is too long ({len(text):,} characters, at most {MAX_CONTENT_CHARS:,})"
+        )
     return text
 
 

@@ -56,8 +56,9 @@ def test_nul_bytes_and_invalid_utf8_are_sanitised_not_crashing(cli):
 
 
 def test_unreachable_database_url_names_the_host(env):
-    result = cems_subprocess(["remember", "hello"], {**env, "CEMS_DATABASE_URL":
-                                                      "postgresql://cems:secret@127.0.0.1:1/cems"})
+    result = cems_subprocess(
+        ["remember", "hello"], {**env, "CEMS_DATABASE_URL": "postgresql://cems:secret@127.0.0.1:1/cems"}
+    )
     stderr = result.stderr.decode()
     assert result.returncode == 1
     assert "cannot reach PostgreSQL at 127.0.0.1:1/cems" in stderr
@@ -67,8 +68,12 @@ def test_unreachable_database_url_names_the_host(env):
 
 @pytest.mark.parametrize(
     ("variable", "value"),
-    [("CEMS_SEARCH_LIMIT", "many"), ("CEMS_EMBEDDING_BACKEND", "magic"), ("CEMS_EMBEDDING_DIM", "-3"),
-     ("CEMS_LLM_TIMEOUT", "soon")],
+    [
+        ("CEMS_SEARCH_LIMIT", "many"),
+        ("CEMS_EMBEDDING_BACKEND", "magic"),
+        ("CEMS_EMBEDDING_DIM", "-3"),
+        ("CEMS_LLM_TIMEOUT", "soon"),
+    ],
 )
 def test_bad_setting_names_the_variable(env, variable, value):
     result = cems_subprocess(["status"], {**env, variable: value})

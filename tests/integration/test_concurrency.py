@@ -34,8 +34,13 @@ REMEMBER = textwrap.dedent("""
 
 def _spawn(code: str, env: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("CEMS_")} | env
-    return subprocess.Popen([sys.executable, "-c", code, *args], env=full_env, cwd=str(REPO),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        env=full_env,
+        cwd=str(REPO),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def test_migrations_run_once_under_four_concurrent_processes(tmp_path):
@@ -62,7 +67,9 @@ def test_eight_writers_lose_nothing_and_duplicate_nothing(env):
         assert proc.returncode == 0, err.decode()
         results.append(json.loads(out))
     shared_ids = [ids[0::2] for ids in results]
-    assert all(ids == shared_ids[0] for ids in shared_ids), "every worker must get the same id for a shared text"
+    assert all(ids == shared_ids[0] for ids in shared_ids), (
+        "every worker must get the same id for a shared text"
+    )
     from cems_cli.config import load_settings
     from cems_cli.store.db import connect
 
@@ -73,7 +80,9 @@ def test_eight_writers_lose_nothing_and_duplicate_nothing(env):
     ).fetchall()
     chunks = conn.execute(
         "SELECT count(*) FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
-        "WHERE d.user_id = %s", (env["CEMS_USER"],)).fetchone()[0]
+        "WHERE d.user_id = %s",
+        (env["CEMS_USER"],),
+    ).fetchone()[0]
     conn.close()
     assert len(rows) == 25 + 8 * 25
     assert all(count == 1 for _, count in rows)

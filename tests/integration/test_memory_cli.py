@@ -6,7 +6,10 @@ import pytest
 
 MEMORIES = {
     "py": ("I prefer Python with type hints for backend services.", "preferences"),
-    "pg": ("We chose PostgreSQL with pgvector over a separate vector database to keep one store.", "decisions"),
+    "pg": (
+        "We chose PostgreSQL with pgvector over a separate vector database to keep one store.",
+        "decisions",
+    ),
     "test": ("Run the test suite with make test; it creates the virtualenv first.", "patterns"),
     "ci": ("Fixed the flaky CI job by pinning the database wheel version.", "learnings"),
     "redis": ("The API returns 500 when REDIS_URL is unset; the cache must stay optional.", "context"),
@@ -61,8 +64,20 @@ def test_plain_output_prints_the_id(cli):
 
 
 def test_stdin_text_and_metadata_are_stored(cli):
-    result = cli("remember", "-", "--category", "decisions", "--tags", "db, infra,db", "--title", "Store",
-                 "--project", "acme/web", "--json", stdin=b"We keep one PostgreSQL for everything.\n")
+    result = cli(
+        "remember",
+        "-",
+        "--category",
+        "decisions",
+        "--tags",
+        "db, infra,db",
+        "--title",
+        "Store",
+        "--project",
+        "acme/web",
+        "--json",
+        stdin=b"We keep one PostgreSQL for everything.\n",
+    )
     memory_id = result.json()["id"]
     shown = cli("show", memory_id, "--json").json()
     assert shown["content"] == "We keep one PostgreSQL for everything."
@@ -108,7 +123,12 @@ def test_forget_archives_and_purge_deletes(cli):
 def test_pin_sets_reason_and_category(cli):
     memory_id = cli("remember", "Always run migrations in a transaction.", "--json").json()["id"]
     result = cli("pin", memory_id, "--reason", "team rule", "--pin-category", "convention", "--json")
-    assert result.json() == {"id": memory_id, "pinned": True, "reason": "team rule", "pin_category": "convention"}
+    assert result.json() == {
+        "id": memory_id,
+        "pinned": True,
+        "reason": "team rule",
+        "pin_category": "convention",
+    }
     shown = cli("show", memory_id, "--json").json()
     assert (shown["pinned"], shown["pin_reason"], shown["pin_category"]) == (True, "team rule", "convention")
     listed = cli("list", "--json").json()["memories"]
@@ -121,12 +141,16 @@ def test_personal_memories_are_private_and_shared_ones_reach_the_team(cli, env):
     alice = {"CEMS_USER": env["CEMS_USER"], "CEMS_TEAM": "platform"}
     bob = {"CEMS_USER": env["CEMS_USER"] + "-bob", "CEMS_TEAM": "platform"}
     mallory = {"CEMS_USER": env["CEMS_USER"] + "-mallory", "CEMS_TEAM": "other"}
-    private = cli("remember", "My private note about the payroll service.", "--json", extra_env=alice).json()["id"]
+    private = cli("remember", "My private note about the payroll service.", "--json", extra_env=alice).json()[
+        "id"
+    ]
     shared = cli("share", private, "--json", extra_env=alice).json()
     assert shared["created"] is True and shared["team"] == "platform" and shared["id"] != private
     direct = cli("share", "The platform team deploys on Tuesdays.", "--json", extra_env=alice).json()
 
-    bob_results = cli("search", "payroll service note", "--json", "--limit", "10", extra_env=bob).json()["results"]
+    bob_results = cli("search", "payroll service note", "--json", "--limit", "10", extra_env=bob).json()[
+        "results"
+    ]
     bob_ids = {r["id"] for r in bob_results}
     assert shared["id"] in bob_ids and private not in bob_ids
     assert cli("show", private, extra_env=bob).code == 2
@@ -134,8 +158,9 @@ def test_personal_memories_are_private_and_shared_ones_reach_the_team(cli, env):
     personal_only = cli("search", "payroll", "--scope", "personal", "--json", extra_env=bob).json()["results"]
     assert personal_only == []
 
-    mallory_ids = {r["id"] for r in cli("search", "payroll service note", "--json",
-                                        extra_env=mallory).json()["results"]}
+    mallory_ids = {
+        r["id"] for r in cli("search", "payroll service note", "--json", extra_env=mallory).json()["results"]
+    }
     assert not mallory_ids & {private, shared["id"], direct["id"]}
     # Only the owner may forget a memory, even a shared one.
     assert cli("forget", shared["id"], extra_env=bob).code == 2
@@ -143,7 +168,9 @@ def test_personal_memories_are_private_and_shared_ones_reach_the_team(cli, env):
 
 def test_category_and_project_filters(cli):
     _remember_all(cli)
-    only_prefs = cli("search", "python postgres tests", "--category", "preferences", "--json", "--limit", "10")
+    only_prefs = cli(
+        "search", "python postgres tests", "--category", "preferences", "--json", "--limit", "10"
+    )
     assert {r["category"] for r in only_prefs.json()["results"]} == {"preferences"}
     web = cli("remember", "The web app uses Vite.", "--project", "acme/web", "--json").json()["id"]
     scoped = cli("search", "which bundler", "--project", "acme/web", "--json").json()["results"]
@@ -163,14 +190,18 @@ def test_list_and_status_json(cli):
 
 
 def test_long_memories_are_chunked_and_found_by_a_late_passage(cli):
-    filler = " ".join(f"Paragraph {i} talks about routine maintenance of the office plants." for i in range(200))
+    filler = " ".join(
+        f"Paragraph {i} talks about routine maintenance of the office plants." for i in range(200)
+    )
     text = filler + " The production database password rotation happens every ninety days."
     memory_id = cli("remember", text, "--json").json()["id"]
     from cems_cli.config import get_settings
     from cems_cli.store.db import connect
 
     conn = connect(get_settings())
-    chunks = conn.execute("SELECT count(*) FROM memory_chunks WHERE document_id = %s", (memory_id,)).fetchone()[0]
+    chunks = conn.execute(
+        "SELECT count(*) FROM memory_chunks WHERE document_id = %s", (memory_id,)
+    ).fetchone()[0]
     conn.close()
     assert chunks > 1
     top = cli("search", "how often is the database password rotated", "--json").json()["results"][0]

@@ -14,10 +14,15 @@ from tests.conftest import REPO
 
 def _hook(env: dict[str, str], payload: dict, cwd: str = "/tmp") -> tuple[int, dict | None]:
     full_env = {"PATH": "/usr/bin:/bin", **env}
-    proc = subprocess.run([sys.executable, str(REPO / "hooks" / "pre_tool_use.py")],
-                          input=json.dumps({"session_id": "s", "hook_event_name": "PreToolUse", "cwd": cwd,
-                                            **payload}).encode(),
-                          env=full_env, capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "hooks" / "pre_tool_use.py")],
+        input=json.dumps(
+            {"session_id": "s", "hook_event_name": "PreToolUse", "cwd": cwd, **payload}
+        ).encode(),
+        env=full_env,
+        capture_output=True,
+        timeout=60,
+    )
     out = proc.stdout.decode().strip()
     return proc.returncode, (json.loads(out) if out else None)
 
@@ -31,8 +36,14 @@ def test_one_line_rule_blocks_a_matching_bash_call(cli, env):
     assert result.code == 0, result.stderr
     rule = result.json()
     assert (rule["tool"], rule["pattern"], rule["action"], rule["reason"]) == (
-        "Bash", "git push --force*", "block", "force pushes rewrite history")
-    code, answer = _hook(env, {"tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}})
+        "Bash",
+        "git push --force*",
+        "block",
+        "force pushes rewrite history",
+    )
+    code, answer = _hook(
+        env, {"tool_name": "Bash", "tool_input": {"command": "git push --force origin main"}}
+    )
     assert code == 0
     output = answer["hookSpecificOutput"]
     assert output["hookEventName"] == "PreToolUse" and output["permissionDecision"] == "deny"
@@ -41,18 +52,30 @@ def test_one_line_rule_blocks_a_matching_bash_call(cli, env):
 
 
 def test_rule_add_with_options_list_test_and_rm(cli, env):
-    ask = cli("rule", "add", "*/migrations/*", "--tool", "Edit", "--action", "ask", "--reason", "frozen",
-              "--json").json()
-    warn = cli("rule", "add", r"curl .*\| *sh", "--tool", "Bash", "--regex", "--action", "warn", "--json").json()
+    ask = cli(
+        "rule", "add", "*/migrations/*", "--tool", "Edit", "--action", "ask", "--reason", "frozen", "--json"
+    ).json()
+    warn = cli(
+        "rule", "add", r"curl .*\| *sh", "--tool", "Bash", "--regex", "--action", "warn", "--json"
+    ).json()
     listed = cli("rule", "list", "--json").json()["rules"]
     assert [r["id"] for r in listed] == [ask["id"], warn["id"]]
-    tested = cli("rule", "test", "--tool", "Edit", "--input", '{"file_path": "/srv/app/migrations/001.sql"}',
-                 "--json").json()
+    tested = cli(
+        "rule", "test", "--tool", "Edit", "--input", '{"file_path": "/srv/app/migrations/001.sql"}', "--json"
+    ).json()
     assert tested["decision"] == "ask" and tested["rule"]["id"] == ask["id"]
-    assert cli("rule", "test", "--tool", "Bash", "--input", '{"command": "curl x | sh"}',
-               "--json").json()["decision"] == "warn"
+    assert (
+        cli("rule", "test", "--tool", "Bash", "--input", '{"command": "curl x | sh"}', "--json").json()[
+            "decision"
+        ]
+        == "warn"
+    )
     assert cli("rule", "test", "--tool", "Bash", "--input", '{"command": "ls"}', "--json").json() == {
-        "decision": "allow", "project": "project:acme/api", "rule": None, "matched": None}
+        "decision": "allow",
+        "project": "project:acme/api",
+        "rule": None,
+        "matched": None,
+    }
     assert cli("rule", "rm", ask["id"][:8], "--json").json() == {"id": ask["id"], "removed": True}
     assert [r["id"] for r in _snapshot(env)] == [warn["id"]]
     # Rules are memories of category `rules`: listed there, hidden from ordinary search.
@@ -84,8 +107,20 @@ def test_project_rules_apply_only_inside_their_project(cli, env, tmp_path):
     payload = {"tool_name": "Bash", "tool_input": {"command": "npm publish --access public"}}
     assert _hook(env, payload, cwd=str(repo))[1]["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert _hook(env, payload, cwd=str(other)) == (0, None)
-    assert cli("rule", "test", "--tool", "Bash", "--input", '{"command": "npm publish"}', "--project",
-               "acme/web", "--json").json()["decision"] == "block"
+    assert (
+        cli(
+            "rule",
+            "test",
+            "--tool",
+            "Bash",
+            "--input",
+            '{"command": "npm publish"}',
+            "--project",
+            "acme/web",
+            "--json",
+        ).json()["decision"]
+        == "block"
+    )
 
 
 def test_team_rules_bind_every_member_and_the_strictest_wins(cli, env):
@@ -93,8 +128,16 @@ def test_team_rules_bind_every_member_and_the_strictest_wins(cli, env):
     bob = {"CEMS_USER": env["CEMS_USER"] + "-bob", "CEMS_TEAM": "infra"}
     cli("rule", "add", "Bash: kubectl delete* — careful", "--action", "warn", extra_env=bob)
     cli("rule", "add", "Bash: kubectl delete* — never in prod", "--scope", "shared", extra_env=alice)
-    tested = cli("rule", "test", "--tool", "Bash", "--input", '{"command": "kubectl delete ns prod"}', "--json",
-                 extra_env=bob).json()
+    tested = cli(
+        "rule",
+        "test",
+        "--tool",
+        "Bash",
+        "--input",
+        '{"command": "kubectl delete ns prod"}',
+        "--json",
+        extra_env=bob,
+    ).json()
     assert tested["decision"] == "block" and tested["rule"]["scope"] == "shared"
     # Only the owner can remove a rule.
     shared_id = tested["rule"]["id"]
@@ -104,8 +147,10 @@ def test_team_rules_bind_every_member_and_the_strictest_wins(cli, env):
 
 def test_rule_import_is_all_or_nothing(cli, tmp_path):
     good = tmp_path / "rules.txt"
-    good.write_text("# team rules\nBash: git push --force* — no force pushes\n\nask Write: /etc/* — system files\n"
-                    "warn WebFetch: http://* — prefer https\n")
+    good.write_text(
+        "# team rules\nBash: git push --force* — no force pushes\n\nask Write: /etc/* — system files\n"
+        "warn WebFetch: http://* — prefer https\n"
+    )
     result = cli("rule", "import", str(good), "--json").json()
     assert (result["imported"], result["created"]) == (3, 3)
     bad = tmp_path / "bad.txt"

@@ -1,0 +1,144 @@
+"""Score adjustments from memory metadata (seeds 000/003 stage 8, clamped per seed 001 phase 5).
+
+    score *= priority                        1.0..2.0 (clamped into that range)
+    score *= 1 / (1 + days / 60)             days since last_accessed, else created_at; pinned: exempt
+    score *= 1.1                             pinned
+    score *= 1.3 | 0.8 | 0.9                 same project | other project | no project reference
+    score *= temporal recency factor         temporal queries only, see `temporal_factor`
+    score  = clamp(score, 0, 1)
+
+Every factor is recorded in candidate.explain["adjust"]. `now` is a parameter so tests control time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from cems_cli.retrieval.types import Candidate
+
+_PROJECT_PREFIX = "project:"
+
+
+@dataclass(frozen=True)
+class AdjustSettings:
+    decay_days: float = 60.0
+    pinned_boost: float = 1.1
+    same_project: float = 1.3
+    other_project: float = 0.8
+    no_project: float = 0.9
+    min_priority: float = 1.0
+    max_priority: float = 2.0
+    # Temporal queries: memcity's "recent documents get a small boost, older slightly penalised".
+    temporal_strength: float = 0.1  # the factor spans 1 - strength (very old) .. 1 + strength (today)
+    temporal_half_days: float = 30.0  # the age at which the factor is exactly 1.0
+
+
+DEFAULT_ADJUST = AdjustSettings()
+
+
+def _as_utc(moment: datetime) -> datetime:
+    # A naive timestamp is taken as UTC: comparing naive with aware datetimes raises TypeError.
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def whole_days_between(earlier: datetime, now: datetime) -> int:
+    """Whole days elapsed (timedelta.days, as the seed), never negative for clock skew or future dates."""
+    return max(0, (_as_utc(now) - _as_utc(earlier)).days)
+
+
+def time_decay(days: int, decay_days: float = 60.0) -> float:
+    return 1.0 / (1.0 + days / decay_days)
+
+
+def temporal_factor(age_days: int, strength: float = 0.1, half_days: float = 30.0) -> float:
+    """Recency multiplier for temporal queries: (1 - s) + 2s * r with r = 1 / (1 + age / half_days).
+
+    Created today → 1 + s; `half_days` old → 1.0; very old → towards 1 - s. Measured from created_at (when
+    it happened), not last_accessed: a temporal question is about the event, not our reading of it.
+    """
+    recency = 1.0 / (1.0 + age_days / half_days)
+    return (1.0 - strength) + 2.0 * strength * recency
+
+
+def _normalised_project(project: str | None) -> str | None:
+    if project is None or not project.strip():
+        return None
+    value = project.strip().lower()
+    return value if value.startswith(_PROJECT_PREFIX) else _PROJECT_PREFIX + value
+
+
+def project_factor(
+    source_ref: str | None, current_project: str | None, settings: AdjustSettings = DEFAULT_ADJUST
+) -> float:
+    """Same project: source_ref is `project:<current>`, exactly or followed by ':' (`project:o/r:src/x.py`).
+
+    Plain prefix matching would let `project:acme` claim `project:acme-web`. With no current project
+    there is nothing to compare against, so no factor (1.0).
+    """
+    current = _normalised_project(current_project)
+    if current is None:
+        return 1.0
+    ref = (source_ref or "").strip().lower()
+    if ref == current or ref.startswith(current + ":"):
+        return settings.same_project
+    if ref.startswith(_PROJECT_PREFIX):
+        return settings.other_project
+    return settings.no_project
+
+
+def adjust_candidate(
+    cand: Candidate,
+    *,
+    now: datetime,
+    current_project: str | None = None,
+    is_temporal: bool = False,
+    settings: AdjustSettings = DEFAULT_ADJUST,
+) -> float:
+    """Apply every factor to cand.score; records them in cand.explain["adjust"] and returns the new score."""
+    base = cand.score if math.isfinite(cand.score) else 0.0
+    priority = cand.priority if math.isfinite(cand.priority) else settings.min_priority
+    priority = min(settings.max_priority, max(settings.min_priority, priority))
+    reference = cand.last_accessed or cand.created_at
+    days = whole_days_between(reference, now)
+    decay = 1.0 if cand.pinned else time_decay(days, settings.decay_days)
+    pinned = settings.pinned_boost if cand.pinned else 1.0
+    project = project_factor(cand.source_ref, current_project, settings)
+    age_days = whole_days_between(cand.created_at, now)
+    temporal = (
+        temporal_factor(age_days, settings.temporal_strength, settings.temporal_half_days)
+        if is_temporal
+        else 1.0
+    )
+    unclamped = base * priority * decay * pinned * project * temporal
+    cand.score = min(1.0, max(0.0, unclamped))
+    cand.explain["adjust"] = {
+        "base": base,
+        "priority": priority,
+        "days_since_access": days,
+        "time_decay": decay,
+        "pinned": pinned,
+        "project": project,
+        "temporal": temporal,
+        "unclamped": unclamped,
+        "score": cand.score,
+    }
+    return cand.score
+
+
+def apply_adjustments(
+    candidates: Sequence[Candidate],
+    *,
+    now: datetime,
+    current_project: str | None = None,
+    is_temporal: bool = False,
+    settings: AdjustSettings = DEFAULT_ADJUST,
+) -> list[Candidate]:
+    """Adjust every candidate in place; returns them best first (ties keep their order)."""
+    for cand in candidates:
+        adjust_candidate(cand, now=now, current_project=current_project, is_temporal=is_temporal,
+                         settings=settings)
+    # Rank by the unclamped product: clamping to 1.0 would otherwise tie every strong, boosted memory.
+    return sorted(candidates, key=lambda c: -c.explain["adjust"]["unclamped"])

@@ -1,0 +1,83 @@
+"""Dropping candidates: below the relevance threshold, near-duplicates, and extra chunks of one document."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from cems_cli.retrieval.types import Candidate
+
+DEFAULT_RELEVANCE_THRESHOLD = 0.3  # seed 000 stage 7
+DEFAULT_DUPLICATE_COSINE = 0.92
+
+
+def filter_by_threshold(
+    candidates: Iterable[Candidate], threshold: float = DEFAULT_RELEVANCE_THRESHOLD
+) -> list[Candidate]:
+    """Keep candidates whose score is at least `threshold`, in their order."""
+    return [c for c in candidates if c.score >= threshold]
+
+
+def best_chunk_per_document(
+    candidates: Iterable[Candidate],
+    score_of: Callable[[Candidate], float] = lambda c: c.score,
+) -> list[Candidate]:
+    """Chunk-level dedup: one candidate per document, its best-scoring chunk; best first.
+
+    On equal scores the chunk seen first stays (seed 000 replaces only on a strictly higher score).
+    """
+    best: dict[str, Candidate] = {}
+    for cand in candidates:
+        kept = best.get(cand.document_id)
+        if kept is None or score_of(cand) > score_of(kept):
+            best[cand.document_id] = cand
+    return sorted(best.values(), key=lambda c: -score_of(c))
+
+
+def _unit_rows(candidates: Sequence[Candidate]) -> tuple[Any, list[int]]:
+    """Row-normalised embedding matrix of the candidates that have a usable one, and their positions."""
+    import numpy as np
+
+    rows, positions = [], []
+    dim: int | None = None
+    for index, cand in enumerate(candidates):
+        if cand.embedding is None:
+            continue
+        vec = np.asarray(cand.embedding, dtype=np.float64).ravel()
+        norm = float(np.linalg.norm(vec))
+        if norm == 0.0 or not np.isfinite(norm) or (dim is not None and vec.shape[0] != dim):
+            continue
+        dim = vec.shape[0]
+        rows.append(vec / norm)
+        positions.append(index)
+    matrix = np.vstack(rows) if rows else np.zeros((0, 0))
+    return matrix, positions
+
+
+def semantic_dedup(
+    candidates: Sequence[Candidate], threshold: float = DEFAULT_DUPLICATE_COSINE
+) -> list[Candidate]:
+    """Drop near-duplicates: of two candidates whose embeddings have cosine ≥ `threshold`, keep the higher
+    score (the earlier one on a tie). Candidates without an embedding are always kept.
+
+    Returns the survivors in their input order; each keeper lists what it absorbed in explain["dedup"].
+    """
+    matrix, positions = _unit_rows(candidates)
+    if len(positions) < 2:
+        return list(candidates)
+    similarity = matrix @ matrix.T
+    # Visit by score, best first; sorted() is stable so equal scores keep input order.
+    order = sorted(range(len(positions)), key=lambda i: -candidates[positions[i]].score)
+    kept_rows: list[int] = []
+    dropped: set[int] = set()
+    for row in order:
+        keeper = next((k for k in kept_rows if similarity[row, k] >= threshold), None)
+        if keeper is None:
+            kept_rows.append(row)
+            continue
+        dropped.add(positions[row])
+        duplicate, winner = candidates[positions[row]], candidates[positions[keeper]]
+        winner.explain.setdefault("dedup", []).append(
+            {"document_id": duplicate.document_id, "cosine": float(similarity[row, keeper])}
+        )
+    return [c for i, c in enumerate(candidates) if i not in dropped]

@@ -1,0 +1,158 @@
+"""Weighted reciprocal rank fusion with top-rank bonus, normalisation and the vector-score blend.
+
+    rrf(d)   = Σ over lists L containing d, weight(L) > 0:  weight(L) / (k + rank_L(d)) + bonus(rank_L(d))
+    bonus(r) = 0.05 if r == 1, 0.02 if r in (2, 3), else 0         (per list, so it stacks across lists)
+    norm(d)  = (rrf(d) - min rrf) / (max rrf - min rrf)            (1.0 for all when they are equal)
+    score(d) = (1 - w) * norm(d) + w * vector_score(d)             (w = hybrid_vector_weight, 0.5)
+
+Ranks are 1-based positions among the distinct documents of a list (a document repeated in a list, e.g.
+through a second chunk, counts once, at its first position). A list with weight 0 contributes nothing,
+not even its bonus, and a document seen only in such lists does not enter the result.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from cems_cli.retrieval.types import Candidate, RankedList
+
+DEFAULT_K = 60
+DEFAULT_ORIGINAL_WEIGHT = 2.0
+DEFAULT_EXPANSION_WEIGHT = 1.0
+DEFAULT_TOP_RANK_BONUS = (0.05, 0.02)  # rank 1, ranks 2-3
+DEFAULT_HYBRID_VECTOR_WEIGHT = 0.5
+
+
+@dataclass
+class FusedScore:
+    document_id: str
+    rrf: float
+    ranks: dict[str, int] = field(default_factory=dict)  # list name -> 1-based rank
+    parts: dict[str, float] = field(default_factory=dict)  # list name -> weight / (k + rank)
+    bonuses: dict[str, float] = field(default_factory=dict)  # list name -> top-rank bonus
+
+
+def _finite_or_zero(value: float) -> float:
+    # A score that could not be computed carries no evidence; NaN would poison every comparison after it.
+    return value if math.isfinite(value) else 0.0
+
+
+def min_max_normalise(scores: Sequence[float]) -> list[float]:
+    """Map scores linearly onto 0..1. Equal scores all become 1.0 (0.0 if they are all ≤ 0)."""
+    clean = [_finite_or_zero(s) for s in scores]
+    if not clean:
+        return []
+    low, high = min(clean), max(clean)
+    if high == low:
+        return [1.0 if high > 0 else 0.0 for _ in clean]
+    span = high - low
+    return [(s - low) / span for s in clean]
+
+
+def max_normalise(scores: Sequence[float]) -> list[float]:
+    """Divide by the largest score (seed 001's lexical-stream normalisation); non-positive max → zeros."""
+    clean = [_finite_or_zero(s) for s in scores]
+    high = max(clean, default=0.0)
+    if high <= 0:
+        return [0.0 for _ in clean]
+    return [max(0.0, s / high) for s in clean]
+
+
+def effective_weight(
+    ranked: RankedList,
+    original_weight: float = DEFAULT_ORIGINAL_WEIGHT,
+    expansion_weight: float = DEFAULT_EXPANSION_WEIGHT,
+) -> float:
+    if ranked.weight is not None:
+        return ranked.weight
+    return original_weight if ranked.is_original else expansion_weight
+
+
+def _distinct_in_order(ranked: RankedList) -> Iterable[str]:
+    seen: set[str] = set()
+    for item in ranked.items:
+        if item.document_id not in seen:
+            seen.add(item.document_id)
+            yield item.document_id
+
+
+def weighted_rrf(
+    lists: Sequence[RankedList],
+    *,
+    k: int = DEFAULT_K,
+    top_rank_bonus: tuple[float, float] = DEFAULT_TOP_RANK_BONUS,
+    original_weight: float = DEFAULT_ORIGINAL_WEIGHT,
+    expansion_weight: float = DEFAULT_EXPANSION_WEIGHT,
+) -> list[FusedScore]:
+    """Fuse ranked lists; best first, ties kept in order of first appearance."""
+    if k <= 0:
+        raise ValueError(f"RRF k must be positive, got {k}")
+    bonus_first, bonus_top3 = top_rank_bonus
+    fused: dict[str, FusedScore] = {}
+    for ranked in lists:
+        weight = effective_weight(ranked, original_weight, expansion_weight)
+        if not math.isfinite(weight) or weight < 0:
+            raise ValueError(f"list {ranked.name!r} has invalid weight {weight!r}")
+        if weight == 0:
+            continue  # seed 002: weight 0 removes the list entirely
+        for rank, doc_id in enumerate(_distinct_in_order(ranked), start=1):
+            entry = fused.setdefault(doc_id, FusedScore(document_id=doc_id, rrf=0.0))
+            part = weight / (k + rank)
+            bonus = bonus_first if rank == 1 else (bonus_top3 if rank <= 3 else 0.0)
+            entry.rrf += part + bonus
+            entry.ranks[ranked.name] = rank
+            entry.parts[ranked.name] = part
+            if bonus:
+                entry.bonuses[ranked.name] = bonus
+    # sorted() is stable, so equal scores keep first-appearance order: deterministic output.
+    return sorted(fused.values(), key=lambda f: -f.rrf)
+
+
+def fuse_candidates(
+    lists: Sequence[RankedList],
+    candidates: Mapping[str, Candidate],
+    *,
+    k: int = DEFAULT_K,
+    top_rank_bonus: tuple[float, float] = DEFAULT_TOP_RANK_BONUS,
+    original_weight: float = DEFAULT_ORIGINAL_WEIGHT,
+    expansion_weight: float = DEFAULT_EXPANSION_WEIGHT,
+    hybrid_vector_weight: float = DEFAULT_HYBRID_VECTOR_WEIGHT,
+) -> list[Candidate]:
+    """Score candidates (keyed by document_id) by fused rank blended with their vector score.
+
+    Sets `score` and `explain["fusion"]` on every returned candidate, returns them best first. Every
+    document in a weighted list must have a candidate: a missing one is a wiring bug, so it raises.
+    """
+    if not 0.0 <= hybrid_vector_weight <= 1.0:
+        raise ValueError(f"hybrid_vector_weight must be within 0..1, got {hybrid_vector_weight}")
+    fused = weighted_rrf(
+        lists,
+        k=k,
+        top_rank_bonus=top_rank_bonus,
+        original_weight=original_weight,
+        expansion_weight=expansion_weight,
+    )
+    missing = [f.document_id for f in fused if f.document_id not in candidates]
+    if missing:
+        raise ValueError(f"ranked lists name documents without a candidate: {missing[:5]}")
+    normalised = min_max_normalise([f.rrf for f in fused])
+    result: list[Candidate] = []
+    for entry, norm in zip(fused, normalised, strict=True):
+        cand = candidates[entry.document_id]
+        # Cosine can be negative; outside 0..1 it would break the "all scores are 0..1" contract.
+        vector = min(1.0, max(0.0, _finite_or_zero(cand.vector_score)))
+        cand.score = (1.0 - hybrid_vector_weight) * norm + hybrid_vector_weight * vector
+        cand.explain["fusion"] = {
+            "ranks": dict(entry.ranks),
+            "rrf_parts": dict(entry.parts),
+            "rank_bonus": dict(entry.bonuses),
+            "rrf": entry.rrf,
+            "rrf_normalised": norm,
+            "vector_score": vector,
+            "score": cand.score,
+        }
+        result.append(cand)
+    result.sort(key=lambda c: -c.score)
+    return result

@@ -1,0 +1,74 @@
+"""Relevance threshold, chunk-level dedup and semantic near-duplicate removal."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+import pytest
+
+from cems_cli.retrieval.filtering import best_chunk_per_document, filter_by_threshold, semantic_dedup
+from cems_cli.retrieval.types import Candidate
+
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def cand(doc_id: str, score: float, embedding=None, chunk: int = 0, vector_score: float = 0.0) -> Candidate:
+    return Candidate(document_id=doc_id, chunk_id=f"{doc_id}-c{chunk}", chunk_index=chunk, content=doc_id,
+                     category="general", created_at=T0, score=score, embedding=embedding,
+                     vector_score=vector_score)
+
+
+def ids(cands):
+    return [c.chunk_id for c in cands]
+
+
+def test_threshold_keeps_equal_and_above_in_order():
+    cands = [cand("a", 0.5), cand("b", 0.29999), cand("c", 0.3), cand("d", float("nan"))]
+    assert ids(filter_by_threshold(cands)) == ["a-c0", "c-c0"]  # default 0.3; NaN never passes
+    assert ids(filter_by_threshold(cands, 0.0)) == ["a-c0", "b-c0", "c-c0"]
+    assert filter_by_threshold([], 0.3) == []
+
+
+def test_best_chunk_per_document():
+    cands = [cand("A", 0.4, chunk=0), cand("B", 0.5, chunk=0), cand("A", 0.7, chunk=1),
+             cand("A", 0.7, chunk=2), cand("C", 0.1, chunk=3)]
+    # A: chunk 1 (0.7) beats 0.4 and ties with chunk 2, which came later and loses.
+    assert ids(best_chunk_per_document(cands)) == ["A-c1", "B-c0", "C-c3"]
+    assert best_chunk_per_document([]) == []
+
+
+def test_best_chunk_by_another_score():
+    cands = [cand("A", 0.9, chunk=0, vector_score=0.1), cand("A", 0.2, chunk=1, vector_score=0.8)]
+    assert ids(best_chunk_per_document(cands, score_of=lambda c: c.vector_score)) == ["A-c1"]
+
+
+def test_semantic_dedup_keeps_the_higher_score():
+    s93 = math.sqrt(1 - 0.93**2)  # 0.367560
+    s91 = math.sqrt(1 - 0.91**2)  # 0.414608
+    a = cand("A", 0.8, [1.0, 0.0, 0.0])
+    b = cand("B", 0.9, [0.93, s93, 0.0])  # cos(A, B) = 0.93 ≥ 0.92: A, the lower score, goes
+    c = cand("C", 0.7, [0.91, -s91, 0.0])  # cos(C, B) = 0.8463 - 0.1524 = 0.6939: kept
+    d = cand("D", 0.95, [0.0, 0.0, 5.0])  # unnormalised on purpose
+    e = cand("E", 0.1)  # no embedding: always kept
+    survivors = semantic_dedup([a, b, c, d, e])
+    assert ids(survivors) == ["B-c0", "C-c0", "D-c0", "E-c0"]  # input order kept
+    assert b.explain["dedup"] == [{"document_id": "A", "cosine": pytest.approx(0.93)}]
+    assert "dedup" not in c.explain
+
+
+def test_semantic_dedup_threshold_is_inclusive_and_ties_keep_the_first():
+    # [0.6, 0.8]·[0.8, 0.6] = 0.96 exactly representable: cos ≥ 0.96 drops the second of equal scores.
+    first, second = cand("X", 0.5, [0.6, 0.8]), cand("Y", 0.5, [0.8, 0.6])
+    assert ids(semantic_dedup([first, second], threshold=0.96)) == ["X-c0"]
+    assert ids(semantic_dedup([first, second], threshold=0.961)) == ["X-c0", "Y-c0"]
+
+
+def test_semantic_dedup_degenerate_inputs():
+    assert semantic_dedup([]) == []
+    lone = [cand("A", 0.5, [1.0, 0.0])]
+    assert semantic_dedup(lone) == lone
+    # A zero vector has no direction and a vector of another size cannot be compared: both are kept.
+    zero_and_mismatch = [cand("A", 0.5, [0.0, 0.0]), cand("B", 0.4, [1.0, 0.0]),
+                         cand("C", 0.3, [1.0, 0.0, 0.0])]
+    assert ids(semantic_dedup(zero_and_mismatch)) == ["A-c0", "B-c0", "C-c0"]
