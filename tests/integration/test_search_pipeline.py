@@ -1,0 +1,157 @@
+"""The full pipeline with LLM stages, against local OpenAI- and Ollama-compatible servers over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+import pytest
+
+from cems_cli.retrieval import llm_stages
+from tests.support.fake_ollama import OllamaReply
+
+MEMORIES = [
+    ("I prefer pytest with plain asserts over unittest classes.", "preferences"),
+    ("Deploys to production run through the Coolify pipeline on the main branch.", "context"),
+    ("Fixed the CORS failure by adding credentials: 'include' to fetch calls.", "learnings"),
+    ("We chose PostgreSQL with pgvector to keep vectors and rows in one store.", "decisions"),
+    ("Redis is optional: the API falls back to an in-process cache when REDIS_URL is unset.", "context"),
+]
+
+
+def _system(body: dict) -> str:
+    return body["messages"][0]["content"]
+
+
+def _scripted(body: dict) -> str:
+    system = _system(body)
+    if system == llm_stages.UNDERSTAND_SYSTEM:
+        return json.dumps(
+            {
+                "intent": "troubleshooting",
+                "complexity": "moderate",
+                "domains": ["web"],
+                "entities": ["CORS"],
+                "temporal": False,
+                "preference": False,
+                "aggregation": False,
+                "requires_reasoning": False,
+                "route": "hybrid",
+            }
+        )
+    if system in llm_stages.SYNTH_SYSTEMS.values():
+        return json.dumps({"queries": ["fetch credentials include", "cross origin request blocked"]})
+    if system == llm_stages.DECOMPOSE_SYSTEM:
+        return json.dumps({"sub_questions": []})
+    if system in llm_stages.HYDE_SYSTEMS.values():
+        return json.dumps({"memory": "The browser blocked requests until fetch used credentials include."})
+    if system == llm_stages.RERANK_SYSTEM:
+        user = body["messages"][-1]["content"]
+        numbers = re.findall(r"^\[(\d+)\] (.*)$", user, flags=re.M)
+        return json.dumps({"scores": {n: (10 if "CORS" in text else 1) for n, text in numbers}})
+    return "{}"
+
+
+@pytest.fixture
+def llm_env(cli, fake_openai):
+    for text, category in MEMORIES:
+        assert cli("remember", text, "--category", category).code == 0
+    return {
+        "CEMS_LLM_BASE_URL": fake_openai.base_url,
+        "CEMS_LLM_API_KEY": "sk-test",
+        "CEMS_LLM_MODEL": "fake",
+        "CEMS_RERANK_BACKEND": "llm",
+        "CEMS_LLM_TIMEOUT": "1.5",
+    }
+
+
+def test_hybrid_explain_shows_every_stage(cli, fake_openai, llm_env):
+    fake_openai.responder = _scripted
+    result = cli(
+        "search",
+        "why did the browser block my API calls?",
+        "--mode",
+        "hybrid",
+        "--explain",
+        "--json",
+        extra_env=llm_env,
+    )
+    assert result.code == 0, result.stderr
+    results = result.json()["results"]
+    assert "CORS" in results[0]["content"]
+    pipeline = results[0]["explain"]["pipeline"]
+    assert pipeline["stages"]["understand"]["source"] == "llm"
+    names = [q["name"] for q in pipeline["stages"]["queries"]]
+    assert names[0] == "original" and "hyde" in names and "expansion1" in names and "expansion2" in names
+    assert pipeline["stages"]["rerank"]["backend"] == "llm" and pipeline["stages"]["rerank"]["scored"] >= 1
+    top = results[0]["explain"]
+    assert top["rerank"]["rerank"] == 1.0
+    assert set(top["fusion"]["ranks"]) >= {"original:vector", "original:lexical", "hyde:vector"}
+    assert {"priority", "time_decay", "project"} <= set(top["adjust"])
+    systems = [_system(r.body) for r in fake_openai.chat_requests]
+    assert systems.count(llm_stages.UNDERSTAND_SYSTEM) == 1
+    assert systems.count(llm_stages.RERANK_SYSTEM) == 1
+    # The rerank prompt carried the query and numbered snippets.
+    rerank_body = next(
+        r.body for r in fake_openai.chat_requests if _system(r.body) == llm_stages.RERANK_SYSTEM
+    )
+    assert "why did the browser block my API calls?" in rerank_body["messages"][-1]["content"]
+
+
+def test_vector_mode_makes_no_llm_call(cli, fake_openai, llm_env):
+    fake_openai.responder = _scripted
+    result = cli("search", "browser blocked API calls", "--mode", "vector", "--json", extra_env=llm_env)
+    assert result.code == 0 and result.json()["results"]
+    assert fake_openai.chat_requests == []
+
+
+@pytest.mark.parametrize("failure", ["hang", "error", "invalid_json", "garbage"])
+def test_a_failing_endpoint_degrades_stages_and_still_answers_in_time(cli, fake_openai, llm_env, failure):
+    fake_openai.mode = failure
+    started = time.monotonic()
+    result = cli(
+        "search",
+        "why did the browser block my API calls?",
+        "--mode",
+        "hybrid",
+        "--json",
+        extra_env={**llm_env, "CEMS_LLM_TIMEOUT": "0.5"},
+    )
+    elapsed = time.monotonic() - started
+    assert result.code == 0, result.stderr
+    assert "CORS" in result.json()["results"][0]["content"]
+    # understand, synthesis, decomposition, HyDE, rerank: at most five timeouts, plus one second.
+    assert elapsed < 0.5 * 5 + 1.0 + 1.0  # + 1 s slack for the test machine
+    assert "Traceback" not in result.stderr
+
+
+def test_no_llm_configured_runs_hybrid_without_llm_stages(cli):
+    for text, category in MEMORIES:
+        cli("remember", text, "--category", category)
+    result = cli(
+        "search", "why did the browser block my API calls?", "--mode", "hybrid", "--explain", "--json"
+    )
+    assert result.code == 0
+    pipeline = result.json()["results"][0]["explain"]["pipeline"]
+    assert pipeline["stages"]["understand"]["source"] == "heuristic"
+    assert [q["name"] for q in pipeline["stages"]["queries"]] == ["original"]
+
+
+def test_ollama_reranker(cli, fake_ollama, llm_env):
+    fake_ollama.responder = lambda body: OllamaReply("yes" if "Coolify" in body.get("prompt", "") else "no")
+    env = {"CEMS_RERANK_BACKEND": "ollama", "CEMS_OLLAMA_URL": fake_ollama.base_url, "CEMS_LLM_TIMEOUT": "2"}
+    result = cli(
+        "search", "how do we ship to production?", "--mode", "hybrid", "--explain", "--json", extra_env=env
+    )
+    assert result.code == 0, result.stderr
+    top = result.json()["results"][0]
+    assert "Coolify" in top["content"]
+    assert top["explain"]["rerank"]["rerank"] == 1.0
+
+
+def test_auto_mode_routes_simple_lookups_to_vector(cli, llm_env):
+    result = cli("search", "pytest", "--mode", "auto", "--explain", "--json")
+    stages = result.json()["results"][0]["explain"]["pipeline"]["stages"]
+    assert stages["understand"]["mode"] in ("vector", "hybrid")
+    assert stages["understand"]["mode"] == stages["understand"]["route"]
