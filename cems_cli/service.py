@@ -107,6 +107,17 @@ class MemoryService:
             )
         return self._query_embedder
 
+    def for_identity(self, user: str | None, team: str | None, project: str | None) -> MemoryService:
+        """A service for another user/team/project that shares this one's connection and model."""
+        update: dict[str, Any] = {"user": user or self.settings.user, "team": team, "project": project}
+        sibling = MemoryService(self.settings.model_copy(update=update))
+        sibling._conn, sibling._embedder, sibling._query_embedder = (
+            self._conn,
+            self._embedder,
+            self._query_embedder,
+        )
+        return sibling
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()

@@ -25,8 +25,10 @@ def cems_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A data folder with a running embedded server, shared by the whole session and stopped at the end."""
     home = tmp_path_factory.mktemp("cems-home")
     yield home
+    from cems_cli.server.daemon import stop_server as stop_search_server
     from cems_cli.store.server import stop_server
 
+    stop_search_server(home)  # hooks start it on demand; it must not outlive the session's database
     stop_server(home / "pg")
 
 

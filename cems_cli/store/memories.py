@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from cems_cli.store.records import DOCUMENT_COLUMNS, MemoryRecord, NewMemory
+from cems_cli.store.records import MemoryRecord, NewMemory, document_columns
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def get_memory(
     vis, params = visibility_clause(identity)
     archived = "" if include_archived else " AND NOT d.archived"
     row = conn.execute(
-        f"SELECT {_prefixed('d')} FROM memory_documents d WHERE d.id::text = %(id)s AND {vis}{archived}",
+        f"SELECT {document_columns()} FROM memory_documents d WHERE d.id::text = %(id)s AND {vis}{archived}",
         {**params, "id": memory_id},
     ).fetchone()
     return MemoryRecord.from_row(row) if row else None
@@ -154,7 +154,7 @@ def list_memories(
         params["project"] = project
     params["limit"] = limit
     rows = conn.execute(
-        f"SELECT {_prefixed('d')} FROM memory_documents d WHERE {' AND '.join(where)} "
+        f"SELECT {document_columns()} FROM memory_documents d WHERE {' AND '.join(where)} "
         "ORDER BY d.pinned DESC, d.created_at DESC LIMIT %(limit)s",
         params,
     ).fetchall()
@@ -217,7 +217,3 @@ def counts(conn: psycopg.Connection, identity: Identity) -> list[tuple[str, str,
             params,
         ).fetchall()
     ]
-
-
-def _prefixed(alias: str) -> str:
-    return ", ".join(f"{alias}.{c.strip()}" for c in DOCUMENT_COLUMNS.split(","))

@@ -21,12 +21,9 @@ class Migration:
 
 
 def sql_dir() -> Path:
-    """`sql/` beside the package (a clone or editable install) or inside it (a built wheel)."""
-    package = Path(__file__).resolve().parents[1]
-    for candidate in (package / "_data" / "sql", package.parent / "sql"):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"CEMS migrations not found next to {package}")
+    from cems_cli.resources import data_dir
+
+    return data_dir("sql")
 
 
 def available_migrations(directory: Path | None = None) -> list[Migration]:

@@ -13,6 +13,11 @@ DOCUMENT_COLUMNS = (
 )
 
 
+def document_columns(alias: str = "d") -> str:
+    """The document columns qualified by a table alias, in `MemoryRecord` field order."""
+    return ", ".join(f"{alias}.{c.strip()}" for c in DOCUMENT_COLUMNS.split(","))
+
+
 @dataclass
 class MemoryRecord:
     id: str

@@ -10,7 +10,7 @@ import numpy as np
 import psycopg
 
 from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
-from cems_cli.store.records import DOCUMENT_COLUMNS, MemoryRecord
+from cems_cli.store.records import MemoryRecord, document_columns
 
 HNSW_EF_SEARCH = 100
 
@@ -85,9 +85,9 @@ def lexical_hits(conn: psycopg.Connection, query: str, filters: SearchFilters, l
 def fetch_documents(conn: psycopg.Connection, document_ids: Sequence[str]) -> dict[str, MemoryRecord]:
     if not document_ids:
         return {}
-    columns = ", ".join(f"d.{c.strip()}" for c in DOCUMENT_COLUMNS.split(","))
     rows = conn.execute(
-        f"SELECT {columns} FROM memory_documents d WHERE d.id = ANY(%s::uuid[])", (list(document_ids),)
+        f"SELECT {document_columns()} FROM memory_documents d WHERE d.id = ANY(%s::uuid[])",
+        (list(document_ids),),
     ).fetchall()
     return {str(r[0]): MemoryRecord.from_row(r) for r in rows}
 

@@ -1,0 +1,62 @@
+"""SessionStart hook: inject the profile (pinned guidelines, preferences, recent project context).
+
+Asks the warm search server when it runs; otherwise builds the profile in-process (SQL only, no model) and
+starts the server in the background so the session's first prompt finds it warm. Also refreshes the rules
+snapshot, so rules a teammate shared reach this machine's PreToolUse hook.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cems_cli.hookio import additional_context_answer, cems_home, log_error, run_hook
+
+DEFAULT_TOKEN_BUDGET = 2000
+
+
+def _in_process_profile(project: str | None, budget: int) -> str:
+    from cems_cli.config import get_settings
+    from cems_cli.recall import build_profile
+    from cems_cli.rules.refresh import write_rules_snapshot
+    from cems_cli.service import MemoryService
+
+    with MemoryService(get_settings()) as svc:
+        try:
+            write_rules_snapshot(svc.conn, svc.identity, svc.settings.home)
+        except Exception:
+            log_error("rules snapshot refresh failed at session start")
+        return build_profile(svc, project, budget)
+
+
+def handle(payload: dict) -> dict | None:
+    cwd = payload.get("cwd")
+    from cems_cli.project import project_for_dir
+    from cems_cli.server.client import call, socket_path, spawn
+
+    project = os.environ.get("CEMS_PROJECT") or (
+        project_for_dir(cwd) if isinstance(cwd, str) and cwd else None
+    )
+    home = cems_home()
+    answer = None
+    if os.path.exists(socket_path(home)):
+        answer = call(
+            home,
+            {
+                "op": "profile",
+                "project": project,
+                "token_budget": DEFAULT_TOKEN_BUDGET,
+                "user": os.environ.get("CEMS_USER") or None,
+                "team": os.environ.get("CEMS_TEAM") or None,
+            },
+            2.0,
+        )
+    if answer is not None and "text" in answer:
+        text = answer["text"]
+    else:
+        spawn(home)
+        text = _in_process_profile(project, DEFAULT_TOKEN_BUDGET)
+    return additional_context_answer("SessionStart", text) if text else None
+
+
+def main() -> int:
+    return run_hook(handle)

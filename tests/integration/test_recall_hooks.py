@@ -1,0 +1,123 @@
+"""UserPromptSubmit and SessionStart hooks as real subprocesses, with the warm search server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, REPO
+
+
+def _run(
+    script: str, payload: dict | bytes, env: dict[str, str], timeout: float = 60
+) -> tuple[int, str, str]:
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "hooks" / script)],
+        input=data,
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        timeout=timeout,
+    )
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+@pytest.fixture
+def served(cli, env):
+    """Memories plus a running search server for this CEMS_HOME; stopped afterwards."""
+    cli(
+        "remember",
+        "Run the tests with `make test`; it builds the virtualenv first.",
+        "--category",
+        "patterns",
+    )
+    cli("remember", "I prefer ruff over flake8 for linting Python.", "--category", "preferences")
+    pinned = cli("remember", "Never commit secrets; use the vault CLI.", "--category", "decisions", "--json")
+    cli("pin", pinned.json()["id"], "--pin-category", "guideline")
+    cli("remember", "The staging database was migrated to PostgreSQL 18.", "--category", "context")
+    yield env
+    from cems_cli.server.daemon import stop_server
+
+    stop_server(Path(env["CEMS_HOME"]))
+
+
+def _prompt(prompt: str) -> dict:
+    return {"session_id": "s", "hook_event_name": "UserPromptSubmit", "cwd": "/tmp", "prompt": prompt}
+
+
+def test_prompt_recall_injects_a_memory_block(served):
+    code, out, err = _run(
+        "user_prompt_submit.py",
+        _prompt("how do I run the test suite?"),
+        {**served, "CEMS_RECALL_TIME_BUDGET": "30"},
+    )
+    assert code == 0, err
+    context = json.loads(out)["hookSpecificOutput"]
+    assert context["hookEventName"] == "UserPromptSubmit"
+    text = context["additionalContext"]
+    assert text.startswith("<memory-recall>") and text.endswith("</memory-recall>")
+    assert "make test" in text.splitlines()[2]  # the best memory comes first, with its id and category
+    assert "(patterns, " in text
+
+
+@pytest.mark.parametrize("prompt", ["ok", "yes", "continue", "Thanks!", "  go ahead. "])
+def test_trivial_prompts_inject_nothing(served, prompt):
+    assert _run("user_prompt_submit.py", _prompt(prompt), served) == (0, "", "")
+
+
+def test_fixture_payload_and_warm_latency(served):
+    payload = (
+        json.loads((FIXTURES / "payloads" / "UserPromptSubmit.json").read_text())
+        if FIXTURES.exists()
+        else _prompt("The API returns 500 when REDIS_URL is unset.")
+    )
+    env = {**served, "CEMS_RECALL_TIME_BUDGET": "30"}
+    assert _run("user_prompt_submit.py", payload, env)[0] == 0
+    import time
+
+    started = time.perf_counter()
+    code, out, _ = _run("user_prompt_submit.py", _prompt("which linter do I like?"), served)
+    assert code == 0 and "ruff" in out
+    assert time.perf_counter() - started < 5  # generous: the benchmark measures the real median
+
+
+def test_no_server_within_a_tiny_budget_fails_open(env):
+    code, out, err = _run(
+        "user_prompt_submit.py",
+        _prompt("what did we decide about the database?"),
+        {**env, "CEMS_RECALL_TIME_BUDGET": "0.01", "CEMS_HOME": env["CEMS_HOME"] + "-none"},
+    )
+    assert (code, out) == (0, "")
+
+
+def test_session_start_injects_the_profile(served):
+    payload = {"session_id": "s", "hook_event_name": "SessionStart", "cwd": "/tmp", "source": "startup"}
+    code, out, err = _run("session_start.py", payload, served)
+    assert code == 0, err
+    text = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert text.startswith("<memory-profile>")
+    guidelines = text.index("Pinned guidelines")
+    assert text.index("Never commit secrets") > guidelines
+    assert "I prefer ruff" in text[text.index("Preferences") :]
+
+
+@pytest.mark.parametrize(
+    "raw", [b"", b"not json", b"[1]", b"\xff\xfe", b'{"hook_event_name": "UserPromptSubmit"}']
+)
+def test_malformed_input_fails_open(env, raw):
+    for script in ("user_prompt_submit.py", "session_start.py"):
+        code, out, _ = _run(script, raw, {**env, "CEMS_RECALL_TIME_BUDGET": "0.5"})
+        assert code == 0
+        if script == "user_prompt_submit.py":
+            assert out == ""
+
+
+def test_disabled_hooks_do_nothing(served):
+    code, out, err = _run(
+        "user_prompt_submit.py", _prompt("how do I run the tests?"), {**served, "CEMS_DISABLE": "1"}
+    )
+    assert (code, out, err) == (0, "", "")
