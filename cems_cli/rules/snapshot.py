@@ -1,0 +1,161 @@
+"""The local rules snapshot: a JSON file the PreToolUse hook reads instead of the database.
+
+Every rule change rewrites it atomically (temp file in the same directory, fsync, rename), so the hook sees
+either the old or the new file, never half of one. Reading is on the hook's hot path: it uses the fast JSON
+loader from `cems_cli.hookio` and builds slotted `SnapshotRule` records rather than `Rule` dataclasses
+(importing `dataclasses` costs ~40 ms on a small machine). `load_snapshot` gives the CLI real `Rule`s.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cems_cli.hookio import cems_home, json_loads
+from cems_cli.rules.matcher import ACTION_RANK
+
+TYPE_CHECKING = False  # `typing` costs ~25 ms to import; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from cems_cli.rules.model import Rule
+
+SNAPSHOT_VERSION = 1
+SNAPSHOT_NAME = "rules.snapshot.json"
+REFRESH_FAILED_SUFFIX = ".refresh-failed"
+
+
+class SnapshotError(Exception):
+    """The snapshot is missing, unreadable, or not a version-1 rules snapshot."""
+
+
+class SnapshotRule:
+    """The fields the matcher needs, read from one snapshot record (same names as `Rule`)."""
+
+    __slots__ = ("id", "tool", "pattern", "action", "reason", "field", "regex", "project")
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.id = record["id"]
+        self.tool = record["tool"]
+        self.pattern = record["pattern"]
+        self.action = record["action"]
+        self.reason = record.get("reason") or ""
+        self.field = record.get("field") or None
+        self.regex = record.get("regex") is True
+        self.project = record.get("project") or None
+
+    def __repr__(self) -> str:
+        return f"SnapshotRule(id={self.id!r}, {self.action} {self.tool}: {self.pattern!r})"
+
+
+def default_snapshot_path() -> str:
+    """Same file as `cems_cli.paths.rules_snapshot_path()`, computed without pathlib."""
+    return os.path.join(cems_home(), SNAPSHOT_NAME)
+
+
+def _is_valid_record(record: Any) -> bool:
+    # Exact type checks, no generators: this runs for every rule on every tool call.
+    if type(record) is not dict:
+        return False
+    rule_id, tool, pattern = record.get("id"), record.get("tool"), record.get("pattern")
+    action = record.get("action")
+    if type(rule_id) is not str or type(tool) is not str or type(pattern) is not str:
+        return False
+    if type(action) is not str:
+        return False
+    if not (rule_id and tool and pattern) or action not in ACTION_RANK:
+        return False
+    reason, field, project = record.get("reason"), record.get("field"), record.get("project")
+    return (
+        (reason is None or type(reason) is str)
+        and (field is None or type(field) is str)
+        and (project is None or type(project) is str)
+    )
+
+
+def read_records(path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
+    """The rule records of a snapshot. Raises SnapshotError if the file is missing or not a snapshot;
+    single malformed records are dropped, so one bad rule cannot switch off all the others."""
+    path = os.fspath(path) if path is not None else default_snapshot_path()
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as err:
+        raise SnapshotError(f"cannot read rules snapshot {path}: {err.strerror or err}") from None
+    try:
+        data = json_loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise SnapshotError(f"corrupt rules snapshot {path}: {err}") from None
+    if not isinstance(data, dict) or data.get("version") != SNAPSHOT_VERSION or not isinstance(
+        data.get("rules"), list
+    ):
+        raise SnapshotError(f"corrupt rules snapshot {path}: not a version-{SNAPSHOT_VERSION} snapshot")
+    return [record for record in data["rules"] if _is_valid_record(record)]
+
+
+def load_rule_views(path: str | os.PathLike[str] | None = None) -> list[SnapshotRule]:
+    """Snapshot rules as cheap matcher records (the hook's path). Raises SnapshotError."""
+    return [SnapshotRule(record) for record in read_records(path)]
+
+
+def load_snapshot(path: str | os.PathLike[str] | None = None) -> list[Rule]:
+    """Snapshot rules as validated `Rule`s. Raises SnapshotError; records that fail validation are dropped."""
+    from cems_cli.rules.model import Rule
+
+    rules = []
+    for record in read_records(path):
+        try:
+            rules.append(Rule.from_dict(record))
+        except ValueError:
+            continue
+    return rules
+
+
+def write_snapshot(rules: Iterable[Rule], path: str | os.PathLike[str] | None = None) -> str:
+    """Replace the snapshot with `rules`, atomically, readable by the owner only. Returns the path written."""
+    import json
+    import tempfile
+    from datetime import UTC, datetime
+
+    path = os.fspath(path) if path is not None else default_snapshot_path()
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    document = {
+        "version": SNAPSHOT_VERSION,
+        "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "rules": [rule.to_dict() for rule in rules],
+    }
+    payload = json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8")
+    descriptor, temp_path = tempfile.mkstemp(prefix=".rules.snapshot.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:  # mkstemp creates it 0600
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_path, path)
+    except BaseException:
+        try:
+            os.unlink(temp_path)
+        except OSError:
+            pass
+        raise
+    _fsync_directory(directory)
+    try:
+        os.unlink(path + REFRESH_FAILED_SUFFIX)  # a good snapshot ends any refresh back-off
+    except OSError:
+        pass
+    return path
+
+
+def _fsync_directory(directory: str) -> None:
+    # Makes the rename itself durable; not every filesystem allows opening a directory, hence best effort.
+    try:
+        descriptor = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)

@@ -1,0 +1,353 @@
+"""hooks/pre_tool_use.py as Claude Code runs it: a real process, JSON on stdin, one answer or none out."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cems_cli.rules.model import make_rule
+from cems_cli.rules.snapshot import REFRESH_FAILED_SUFFIX, write_snapshot
+
+REPO = Path(__file__).resolve().parents[2]
+HOOK = REPO / "hooks" / "pre_tool_use.py"
+PAYLOADS = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "claude-code" / "payloads"
+
+# Runs the real hook script with `cems_cli.rules.refresh` replaced, to exercise the snapshot rebuild path
+# without a database: "missing" makes the import fail, "raise" makes refresh_snapshot() raise, "write"
+# writes a snapshot (and prints junk to stdout at the Python and file-descriptor level, as a database
+# server starting up might). Every call is counted in $CEMS_HOME/refresh-calls.
+REFRESH_DRIVER = """
+import os, runpy, sys, types
+mode, hook, repo = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, repo)
+
+def refresh_snapshot():
+    with open(os.path.join(os.environ["CEMS_HOME"], "refresh-calls"), "a") as calls:
+        calls.write(mode + "\\n")
+    if mode == "raise":
+        raise RuntimeError("database unavailable")
+    print("starting database...")
+    os.write(1, b"waiting for server to start.... done\\n")
+    from cems_cli.rules.model import make_rule
+    from cems_cli.rules.snapshot import write_snapshot
+    write_snapshot([make_rule("git push --force*", "Bash", reason="from the database", id="db-rule")])
+
+if mode == "missing":
+    sys.modules["cems_cli.rules.refresh"] = None
+else:
+    fake = types.ModuleType("cems_cli.rules.refresh")
+    fake.refresh_snapshot = refresh_snapshot
+    sys.modules["cems_cli.rules.refresh"] = fake
+sys.argv = [hook]
+runpy.run_path(hook, run_name="__main__")
+"""
+
+
+class Result:
+    def __init__(self, proc: subprocess.CompletedProcess[bytes]) -> None:
+        self.code = proc.returncode
+        self.stdout = proc.stdout.decode()
+        self.stderr = proc.stderr.decode()
+
+    @property
+    def answer(self) -> dict | None:
+        return json.loads(self.stdout) if self.stdout.strip() else None
+
+    @property
+    def output(self) -> dict:
+        return self.answer["hookSpecificOutput"]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "cems-home"
+    path.mkdir()
+    return path
+
+
+def hook_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CEMS_")}
+    env.pop("PYTHONPATH", None)  # the script must find cems_cli on its own
+    env.update(CEMS_HOME=str(home), **extra)
+    return env
+
+
+def run_hook(home: Path, stdin: bytes | dict, refresh: str | None = None, **extra: str) -> Result:
+    data = json.dumps(stdin).encode() if isinstance(stdin, dict) else stdin
+    command = [sys.executable, str(HOOK)]
+    if refresh is not None:
+        command = [sys.executable, "-c", REFRESH_DRIVER, refresh, str(HOOK), str(REPO)]
+    proc = subprocess.run(command, input=data, capture_output=True, env=hook_env(home, **extra),
+                          cwd=str(home.parent), timeout=60)
+    return Result(proc)
+
+
+def set_rules(home: Path, *rules) -> None:
+    write_snapshot(list(rules), home / "rules.snapshot.json")
+
+
+def bash(command: str, cwd: str = "/tmp") -> dict:
+    return {"session_id": "s1", "hook_event_name": "PreToolUse", "cwd": cwd, "tool_name": "Bash",
+            "tool_input": {"command": command, "description": "test"}, "tool_use_id": "toolu_1"}
+
+
+def assert_silent(result: Result) -> None:
+    assert (result.code, result.stdout) == (0, ""), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# --- decisions ------------------------------------------------------------------------------------------
+
+def test_block_denies_with_the_reason(home):
+    set_rules(home, make_rule("git push --force*", "Bash", reason="force pushes rewrite history", id="r1"))
+    result = run_hook(home, bash("cd repo && git push --force origin main"))
+    assert result.code == 0
+    assert result.answer == {"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason":
+            "Blocked by CEMS rule r1: force pushes rewrite history (pattern 'git push --force*')",
+    }}
+    assert result.stdout.count("\n") == 1
+
+
+def test_ask_prompts_the_user(home):
+    set_rules(home, make_rule("terraform apply*", "Bash", action="ask", reason="touches prod", id="r2"))
+    output = run_hook(home, bash("terraform apply -auto-approve")).output
+    assert output["permissionDecision"] == "ask"
+    assert output["permissionDecisionReason"] == (
+        "CEMS rule r2 asks for confirmation: touches prod (pattern 'terraform apply*')")
+
+
+def test_warn_adds_context_without_a_permission_decision(home):
+    set_rules(home, make_rule("rm -rf *", "Bash", action="warn", reason="check the path", id="r3"))
+    output = run_hook(home, bash("rm -rf build")).output
+    assert output == {"hookEventName": "PreToolUse",
+                      "additionalContext": "Warning from CEMS rule r3: check the path (pattern 'rm -rf *')"}
+
+
+def test_strictest_rule_wins(home):
+    set_rules(home,
+              make_rule("git *", "Bash", action="warn", id="w"),
+              make_rule("git push*", "Bash", action="ask", id="a"),
+              make_rule("git push --force*", "Bash", action="block", id="b"))
+    assert run_hook(home, bash("git push --force")).output["permissionDecision"] == "deny"
+    assert run_hook(home, bash("git push")).output["permissionDecision"] == "ask"
+    assert "additionalContext" in run_hook(home, bash("git status")).output
+
+
+def test_no_match_is_silent(home):
+    set_rules(home, make_rule("git push --force*", "Bash"))
+    assert_silent(run_hook(home, bash("git push origin main")))
+
+
+def test_empty_snapshot_is_silent(home):
+    set_rules(home)
+    assert_silent(run_hook(home, bash("git push --force")))
+
+
+def test_mcp_tool_rule(home):
+    set_rules(home, make_rule("*", "mcp__github__*", action="ask", id="gh"))
+    payload = {"hook_event_name": "PreToolUse", "cwd": "/tmp", "tool_name": "mcp__github__create_issue",
+               "tool_input": {"title": "x"}}
+    assert run_hook(home, payload).output["permissionDecision"] == "ask"
+    assert_silent(run_hook(home, {**payload, "tool_name": "mcp__slack__post"}))
+
+
+def test_other_events_are_ignored(home):
+    set_rules(home, make_rule("*", "Bash"))
+    assert_silent(run_hook(home, {**bash("ls"), "hook_event_name": "PostToolUse"}))
+
+
+# --- the fixture payloads -------------------------------------------------------------------------------
+
+def fixture(name: str) -> dict:
+    path = PAYLOADS / name
+    if not path.is_file():
+        pytest.skip(f"fixture payload {path} not available")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_fixture_bash_payload(home):
+    payload = fixture("PreToolUse.json")
+    set_rules(home, make_rule("grep -r*", "Bash", reason="use the Grep tool", id="grep"))
+    assert run_hook(home, payload).output["permissionDecision"] == "deny"
+    set_rules(home, make_rule("git push*", "Bash"))
+    assert_silent(run_hook(home, payload))
+
+
+def test_fixture_edit_payload(home):
+    payload = fixture("PreToolUse-Edit.json")
+    set_rules(home, make_rule("*/config.py", "Edit", action="ask", id="cfg"))
+    assert run_hook(home, payload).output["permissionDecision"] == "ask"
+    set_rules(home, make_rule("*/config.py", "Write", action="ask", id="cfg"))
+    assert_silent(run_hook(home, payload))
+
+
+def test_fixture_write_payload_matches_paths_relative_to_cwd(home):
+    payload = fixture("PreToolUse-Write.json")
+    set_rules(home, make_rule("tests/*", "Write", action="warn", reason="keep tests small", id="t"))
+    assert "keep tests small" in run_hook(home, payload).output["additionalContext"]
+
+
+@pytest.mark.parametrize(
+    "name", ["PostToolUse.json", "UserPromptSubmit.json", "Stop.json", "SessionStart.json"]
+)
+def test_fixture_payloads_of_other_events_are_ignored(home, name):
+    set_rules(home, make_rule("*", "*"))
+    assert_silent(run_hook(home, fixture(name)))
+
+
+# --- projects -------------------------------------------------------------------------------------------
+
+def make_repo(root: Path, remote: str) -> Path:
+    (root / ".git").mkdir(parents=True)
+    (root / ".git" / "config").write_text(f'[core]\n\tbare = false\n[remote "origin"]\n\turl = {remote}\n')
+    (root / "src").mkdir()
+    return root
+
+
+def test_project_rule_applies_only_inside_its_project(home, tmp_path):
+    repo = make_repo(tmp_path / "api", "git@github.com:Acme/API.git")
+    other = make_repo(tmp_path / "web", "https://github.com/acme/web.git")
+    set_rules(home, make_rule("git push*", "Bash", project="acme/api", id="p"))
+    assert run_hook(home, bash("git push", cwd=str(repo / "src"))).output["permissionDecision"] == "deny"
+    assert_silent(run_hook(home, bash("git push", cwd=str(other))))
+    assert_silent(run_hook(home, bash("git push", cwd=str(tmp_path))))
+    assert_silent(run_hook(home, {k: v for k, v in bash("git push").items() if k != "cwd"}))
+
+
+def test_global_rule_still_applies_when_project_lookup_is_impossible(home):
+    set_rules(home, make_rule("git push*", "Bash", project="acme/api", action="block", id="p"),
+              make_rule("git *", "Bash", action="warn", id="g"))
+    result = run_hook(home, bash("git push", cwd="/nonexistent/dir"))
+    assert "additionalContext" in result.output
+
+
+# --- malformed input ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        b"",
+        b"not json at all",
+        b"[1, 2, 3]",
+        b'"a string"',
+        b"{}",
+        b'{"hook_event_name": "PreToolUse"}',
+        b'{"tool_name": "Bash"}',
+        b'{"tool_name": "Bash", "tool_input": "git push --force"}',
+        b'{"tool_name": 42, "tool_input": {"command": "git push --force"}}',
+        b'{"tool_name": "Bash", "tool_input": {"command": ["git", "push", "--force"]}}',
+        b'{"tool_name": "Bash", "tool_input": {"command": null}}',
+        b"\xff\xfe\xfa not utf-8",
+        b'{"tool_name": "Bash", "tool_input": {"command": "git push --force"',  # truncated
+        b"[" * 200_000,
+    ],
+)
+def test_malformed_input_exits_zero_silently(home, stdin):
+    set_rules(home, make_rule("git push --force*", "Bash"))
+    assert_silent(run_hook(home, stdin))
+
+
+def test_twenty_megabytes_of_garbage(home):
+    set_rules(home, make_rule("*", "Bash"))
+    assert_silent(run_hook(home, b"x" * (20 * 1024 * 1024)))
+
+
+def test_twenty_megabyte_payload_is_still_checked(home):
+    set_rules(home, make_rule("git push --force*", "Bash", id="big"))
+    payload = bash("git push --force " + "a" * (20 * 1024 * 1024))
+    assert run_hook(home, payload).output["permissionDecision"] == "deny"
+
+
+def test_invalid_utf8_inside_a_payload_does_not_disable_rules(home):
+    set_rules(home, make_rule("git push --force*", "Bash"))
+    raw = b'{"tool_name": "Bash", "tool_input": {"command": "git push --force \xff\xfe"}}'
+    assert run_hook(home, raw).output["permissionDecision"] == "deny"
+
+
+# --- switches and failures ------------------------------------------------------------------------------
+
+def test_cems_disable_turns_the_hook_off(home):
+    set_rules(home, make_rule("git push --force*", "Bash"))
+    assert_silent(run_hook(home, bash("git push --force"), CEMS_DISABLE="1"))
+    assert run_hook(home, bash("git push --force"), CEMS_DISABLE="0").output["permissionDecision"] == "deny"
+
+
+def test_corrupt_snapshot_without_refresh_allows(home):
+    (home / "rules.snapshot.json").write_text('{"version": 1, "rules": [')
+    assert_silent(run_hook(home, bash("git push --force"), refresh="missing"))
+    assert "rebuild failed" in (home / "logs" / "hooks.log").read_text()
+
+
+@pytest.mark.parametrize("mode", ["missing", "raise"])
+def test_missing_snapshot_with_failing_refresh_allows(home, mode):
+    assert_silent(run_hook(home, bash("git push --force"), refresh=mode))
+    assert (home / ("rules.snapshot.json" + REFRESH_FAILED_SUFFIX)).exists()
+
+
+def test_failed_refresh_is_not_retried_on_every_call(home):
+    for _ in range(3):
+        assert_silent(run_hook(home, bash("ls"), refresh="raise"))
+    assert (home / "refresh-calls").read_text().splitlines() == ["raise"]
+
+
+def test_missing_snapshot_is_rebuilt_and_enforced(home):
+    result = run_hook(home, bash("git push --force"), refresh="write")
+    assert result.code == 0
+    # The refresh's chatter went to stderr; stdout holds exactly the answer.
+    reason = result.output["permissionDecisionReason"]
+    assert reason.startswith("Blocked by CEMS rule db-rule: from the database")
+    assert "waiting for server" in result.stderr and "starting database" in result.stderr
+    assert (home / "rules.snapshot.json").exists()
+    # Next call reads the rebuilt snapshot without refreshing again.
+    assert run_hook(home, bash("git push --force"), refresh="write").output["permissionDecision"] == "deny"
+    assert (home / "refresh-calls").read_text().splitlines() == ["write"]
+
+
+def test_unwritable_home_still_fails_open(tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    assert_silent(run_hook(blocker, bash("git push --force"), refresh="raise"))
+
+
+def test_hook_runs_by_absolute_path_from_any_directory(home, tmp_path):
+    set_rules(home, make_rule("git push --force*", "Bash"))
+    proc = subprocess.run([sys.executable, str(HOOK)], input=json.dumps(bash("git push --force")).encode(),
+                          capture_output=True, env=hook_env(home), cwd="/", timeout=60)
+    assert proc.returncode == 0
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+# --- cost -----------------------------------------------------------------------------------------------
+
+# Heavy or merely slow imports that must stay off the per-tool-call path (each costs 5-40 ms on a small box).
+FORBIDDEN_ON_HOT_PATH = {"json", "re", "typing", "dataclasses", "pathlib", "enum", "datetime", "configparser",
+                         "traceback", "fnmatch", "tempfile", "uuid", "pydantic", "typer", "rich", "psycopg",
+                         "numpy", "cems_cli.rules.model", "cems_cli.project", "cems_cli.paths"}
+
+
+def imported_modules(home: Path, stdin: dict) -> set[str]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", str(HOOK)], input=json.dumps(stdin).encode(),
+                          capture_output=True, env=hook_env(home), timeout=60)
+    assert proc.returncode == 0
+    lines = [line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines()
+             if line.startswith("import time:")]
+    return {name for name in lines if name and name != "imported package"}
+
+
+@pytest.mark.parametrize("command", ["git status", "cd x && git push --force"])
+def test_hot_path_imports_nothing_heavy(home, command):
+    set_rules(home, make_rule("git push --force*", "Bash"), make_rule("*.env", "Edit", action="ask"),
+              make_rule(r"^kubectl\s+delete", "Bash", regex=True),
+              make_rule("terraform *", "Bash", project="acme/infra"))
+    modules = imported_modules(home, bash(command))
+    assert "cems_cli.rules.matcher" in modules
+    assert not modules & FORBIDDEN_ON_HOT_PATH, modules & FORBIDDEN_ON_HOT_PATH
+    assert not {m for m in modules if m.split(".")[0] in {"pydantic", "typer", "rich", "psycopg", "numpy"}}
