@@ -13,6 +13,8 @@ $(BIN)/python:
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade pip
 	$(BIN)/python -m pip install $(PIP_FLAGS) -e .
+	# Hooks run on every tool call: precompile so no run pays for compiling (or cannot cache it).
+	$(BIN)/python -m compileall -q cems_cli hooks
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed

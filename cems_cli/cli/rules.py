@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -143,7 +144,7 @@ def test(
     with service() as svc:
         current = normalize_project(project).lower() if project else svc.settings.current_project().lower()
         rules = list_rules(svc)
-    decision = decide(rules, tool, tool_input, current)
+    decision = decide(rules, tool, tool_input, current, cwd=os.getcwd())
     result = {
         "decision": decision.action if decision else "allow",
         "project": current,
