@@ -1,0 +1,562 @@
+"""The capture spool: a local SQLite file where hooks drop events and the capture worker picks them up.
+
+Hooks write here instead of the database because they must return within tens of milliseconds, long
+before PostgreSQL, the embedding model or an LLM could be reached. So this module is stdlib only and cheap
+to import: no `typing`, no `dataclasses`, no `json`, no `sqlite3.dbapi2`, and the redaction module only when
+a text may hold something to redact (see `may_need_redaction`).
+
+Guarantees:
+* Never lost: WAL, each insert its own transaction, committed before the hook exits. With
+  `synchronous=NORMAL` a committed row survives the crash of any process (the hook, Claude Code, the
+  worker) and the file is never corrupted; the last connection to close (normally the hook itself)
+  checkpoints the WAL with fsyncs, so the row is on disk when the hook returns. Only while another process
+  holds the spool open may the newest rows wait in the OS cache for the worker's checkpoint (a power cut
+  then could lose them). FULL would close that gap for one more fsync per tool call (8 ms measured here).
+* Never twice: a tool event's key is its `tool_use_id` (PRIMARY KEY, INSERT OR IGNORE), a turn's key is
+  derived from its Stop payload, so a replayed hook stores nothing new.
+* Nothing private: every text goes through `clip` before it is written: `<private>` blocks dropped,
+  secrets redacted, huge values cut to head and tail. No caller can put raw payload text in the file.
+* Readable only by its owner: the folder is created 0700 and the file 0600 (SQLite gives its -wal/-shm
+  files the database file's permissions).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from cems_cli.hookio import cems_home, json_dumps
+
+try:  # sqlite3's C core: skips `sqlite3.dbapi2` and the datetime import it brings (~5 ms per hook)
+    from _sqlite3 import connect as _sqlite_connect
+except ImportError:  # pragma: no cover - not CPython
+    from sqlite3 import connect as _sqlite_connect
+
+TYPE_CHECKING = False  # `typing` costs ~25 ms to import; annotations are strings anyway
+if TYPE_CHECKING:
+    import sqlite3
+    from collections.abc import Iterable
+    from typing import Any
+
+SPOOL_FILE = "spool.db"
+LOCK_FILE = "capture.lock"  # held by the one running capture worker (see capture.worker)
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_SECONDS = 10.0
+MAX_ATTEMPTS = 3  # a turn that fails this often for a reason of its own is set aside as "failed"
+
+# Characters redacted beyond a cut point, so a secret that straddles the cut is still seen whole.
+_MARGIN = 512
+_WHITESPACE = " \t\n\r"
+_KEY_LIMIT = 100
+_MAX_DEPTH = 6
+_MAX_ITEMS = 50
+# Dict keys whose string value is judged with the key in view (`"DB_PASSWORD": "hunter2"` is a secret,
+# although "hunter2" alone is not). A cheap lowercase substring test before the real check.
+_SECRETISH = ("secret", "token", "pass", "pwd", "key", "cred", "auth")
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS tool_events (
+        tool_use_id  TEXT PRIMARY KEY,
+        session_id   TEXT NOT NULL,
+        event        TEXT NOT NULL,
+        tool_name    TEXT NOT NULL,
+        cwd          TEXT,
+        agent_id     TEXT,
+        received_at  REAL NOT NULL,
+        data         TEXT NOT NULL,
+        project      TEXT,
+        processed_at REAL
+    )""",
+    "CREATE INDEX IF NOT EXISTS tool_events_pending ON tool_events (received_at) WHERE processed_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS tool_events_project ON tool_events (project, received_at)",
+    """CREATE TABLE IF NOT EXISTS turns (
+        turn_key        TEXT PRIMARY KEY,
+        session_id      TEXT NOT NULL,
+        transcript_path TEXT,
+        cwd             TEXT,
+        last_message    TEXT NOT NULL,
+        end_offset      INTEGER,
+        received_at     REAL NOT NULL,
+        processed_at    REAL,
+        outcome         TEXT,
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        last_error      TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS turns_pending ON turns (received_at) WHERE processed_at IS NULL",
+    """CREATE TABLE IF NOT EXISTS transcript_offsets (
+        path       TEXT PRIMARY KEY,
+        offset     INTEGER NOT NULL,
+        updated_at REAL NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS emitted (
+        key        TEXT PRIMARY KEY,
+        memory_id  TEXT,
+        emitted_at REAL NOT NULL
+    )""",
+)
+
+
+class _Row:
+    """A light record (a namedtuple class costs ~4 ms to create, too much for a hook)."""
+
+    __slots__ = ()
+
+    def __init__(self, *values: Any) -> None:
+        for name, value in zip(self.__slots__, values, strict=True):
+            setattr(self, name, value)
+
+
+class ToolEventRow(_Row):
+    """A spooled tool event; `data` is the clipped, redacted JSON object the hook stored."""
+
+    __slots__ = tuple("tool_use_id session_id event tool_name cwd agent_id received_at data project".split())
+    tool_use_id: str
+    session_id: str
+    event: str
+    tool_name: str
+    cwd: str | None
+    agent_id: str | None
+    received_at: float
+    data: dict[str, Any]
+    project: str | None
+
+
+class TurnRow(_Row):
+    """A turn recorded by the Stop hook."""
+
+    __slots__ = tuple(
+        "turn_key session_id transcript_path cwd last_message end_offset received_at attempts".split()
+    )
+    turn_key: str
+    session_id: str
+    transcript_path: str | None
+    cwd: str | None
+    last_message: str
+    end_offset: int | None
+    received_at: float
+    attempts: int
+
+
+_TOOL_COLUMNS = "tool_use_id, session_id, event, tool_name, cwd, agent_id, received_at, data, project"
+_TURN_COLUMNS = "turn_key, session_id, transcript_path, cwd, last_message, end_offset, received_at, attempts"
+
+
+# --- opening --------------------------------------------------------------------------------------------
+
+
+def spool_path(home: str | None = None) -> str:
+    return os.path.join(home or cems_home(), SPOOL_FILE)
+
+
+def connect(path: str | None = None, *, timeout: float = BUSY_TIMEOUT_SECONDS) -> sqlite3.Connection:
+    """Open (and on first use create) the spool. Autocommit: each statement is its own transaction unless
+    the caller opens one with `transaction(conn)`."""
+    path = path or spool_path()
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    if not os.path.exists(path):
+        try:  # created by us with owner-only permissions before SQLite creates it with the umask's
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+        except OSError:
+            pass
+    conn = _sqlite_connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+            _create_schema(conn)
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _create_schema(conn: sqlite3.Connection) -> None:
+    # WAL lets the hooks append while the worker reads; the mode is stored in the file, set once.
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:  # another process won
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+class transaction:  # noqa: N801 - used like a function: `with transaction(conn):`
+    """BEGIN IMMEDIATE … COMMIT (ROLLBACK on error) on an autocommit connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+
+
+# --- making text safe to keep ---------------------------------------------------------------------------
+
+
+def _storable(text: str) -> str:
+    """Lone surrogates (JSON "\\ud800" escapes decode to them) cannot be encoded as UTF-8: replace them."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace").decode("utf-8")
+    return text
+
+
+def _head(text: str, limit: int) -> str:
+    """At most `limit` characters from the start, ending at whitespace: the text went on past the end,
+    so the last word may be a fragment (of a secret, even) and is dropped."""
+    cut = text[: limit + 1]
+    end = max(cut.rfind(ch) for ch in _WHITESPACE)
+    return cut[:end].rstrip() if end > 0 else ""
+
+
+def _tail(text: str, limit: int) -> str:
+    """At most `limit` characters from the end, starting after whitespace (see `_head`)."""
+    cut = text[-(limit + 1) :]
+    starts = [i for i in (cut.find(ch) for ch in _WHITESPACE) if i >= 0]
+    return cut[min(starts) + 1 :].lstrip() if starts else ""
+
+
+# When may redaction change a text? Every secret `redact_secrets` recognises contains one of these lowercase
+# substrings (and `<private>` contains "private"): a shape of its own, or a secret-ish name followed by a
+# separator (`KEY=…`, `"token": …`, `--password …`, `Authorization: …`). ASCII text without any comes out
+# of redaction unchanged, so the hook need not import the redaction module, whose ~15 regular expressions
+# take 10–30 ms to compile: a third of the hook's budget, spent on every `ls`. Written for the shapes in
+# REDACTION_KINDS; tests/unit/test_tool_patterns.py fails when redact.py gains a shape not listed there.
+_SHAPE_TRIGGERS = tuple(
+    "private :// akia asia ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ sk- k_live_ k_test_ xox aiza eyj".split()
+)
+_NAME_TRIGGERS = tuple("secret token pass pwd key cred auth".split())
+_SEPARATORS = ("=", ":", "--")
+REDACTION_KINDS = frozenset(
+    "private_key password bearer aws_access_key aws_secret_key github_token anthropic_key openai_key "
+    "stripe_key slack_token google_api_key jwt".split()
+)
+
+
+def may_need_redaction(text: str) -> bool:
+    """False only when `sanitize_for_storage(text)` is certain to return `text` unchanged. Non-ASCII text
+    always says True: Unicode case folding could match the patterns in ways `str.lower` does not show."""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    if any(trigger in lowered for trigger in _SHAPE_TRIGGERS):
+        return True
+    return any(name in lowered for name in _NAME_TRIGGERS) and any(sep in text for sep in _SEPARATORS)
+
+
+def _redact(text: str) -> str:
+    if not may_need_redaction(text):
+        return text
+    from cems_cli.text.redact import redact_secrets
+
+    return redact_secrets(text)
+
+
+def _strip_private(text: str) -> str:
+    if "<" not in text or not may_need_redaction(text):
+        return text
+    from cems_cli.text.redact import strip_private
+
+    return strip_private(text)
+
+
+def clip(text: str, limit: int, tail: int = 0) -> str:
+    """`text` as the spool may keep it: no `<private>` blocks, secrets redacted, and when longer than
+    `limit + tail` characters, its first `limit` and last `tail` characters around a cut marker.
+
+    `<private>` is stripped from the whole text first (one scan for tags), because a block may open in the
+    head and close in the tail. Secrets are redacted only in the windows kept, plus a margin, so megabytes of
+    output cost no more than a few kilobytes; the windows end at whitespace, so a secret cut in half by the
+    window is dropped rather than kept in part.
+    """
+    if not text:
+        return ""
+    text = _strip_private(text)
+    if len(text) <= limit + tail:
+        return _storable(_redact(text))
+    head = _head(_redact(text[: limit + _MARGIN]), limit)
+    end = _tail(_redact(text[-(tail + _MARGIN) :]), tail) if tail else ""
+    marker = f"[… {len(text)} characters, cut here …]"
+    return _storable("\n".join(part for part in (head, marker, end) if part))
+
+
+def _key_context_secret(key: str, value: str) -> bool:
+    """True when `key: value` reads as a secret assignment though the value alone does not."""
+    lowered = key.lower()
+    if not any(word in lowered for word in _SECRETISH):
+        return False
+    probe = f"{key}={json_dumps(value)}"
+    return _redact(probe) != probe
+
+
+def clip_tree(
+    value: Any,
+    limits: dict[str, tuple[int, int]] | None = None,
+    default: int = 2000,
+    drop: frozenset[str] = frozenset(),
+    _depth: int = 0,
+) -> Any:
+    """A JSON value with every string clipped (`limits[key]` = (head, tail) for the value under a key),
+    keys in `drop` removed, lists and objects capped at 50 items, nesting capped at 6 levels."""
+    limits = limits or {}
+    if isinstance(value, str):
+        return clip(value, default)
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return str(value)  # NaN and infinity parse from a payload but are not JSON to write back
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if _depth >= _MAX_DEPTH:
+        return "[… nested too deep]"
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for index, (key, item) in enumerate(value.items()):
+            if index >= _MAX_ITEMS:
+                out["…"] = f"{len(value) - _MAX_ITEMS} more keys"
+                break
+            key = clip(str(key), _KEY_LIMIT)
+            if key in drop:
+                continue
+            if isinstance(item, str):
+                head, tail = limits.get(key, (default, 0))
+                cleaned = clip(item, head, tail)
+                out[key] = "[REDACTED:secret]" if cleaned and _key_context_secret(key, cleaned) else cleaned
+            else:
+                out[key] = clip_tree(item, limits, default, drop, _depth + 1)
+        return out
+    if isinstance(value, list | tuple):
+        items = [clip_tree(item, limits, default, drop, _depth + 1) for item in value[:_MAX_ITEMS]]
+        if len(value) > _MAX_ITEMS:
+            items.append(f"[… {len(value) - _MAX_ITEMS} more items]")
+        return items
+    return clip(str(value), default)
+
+
+# --- what the hooks write -------------------------------------------------------------------------------
+
+
+def add_tool_event(
+    conn: sqlite3.Connection,
+    *,
+    tool_use_id: str,
+    session_id: str,
+    event: str,
+    tool_name: str,
+    cwd: str | None,
+    agent_id: str | None,
+    data: dict[str, Any],
+    limits: dict[str, tuple[int, int]] | None = None,
+    drop: frozenset[str] = frozenset(),
+) -> bool:
+    """Store one tool event (its `data` clipped by `clip_tree`); False when that id was already stored."""
+    cursor = conn.execute(
+        "INSERT OR IGNORE INTO tool_events "
+        "(tool_use_id, session_id, event, tool_name, cwd, agent_id, received_at, data) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            _storable(tool_use_id[:200]),
+            _storable(session_id[:200]),
+            _storable(event[:100]),
+            _storable(tool_name[:200]),
+            _storable(cwd) if cwd else None,
+            _storable(agent_id[:200]) if agent_id else None,
+            time.time(),
+            json_dumps(clip_tree(data, limits, drop=drop)),  # ASCII-only JSON
+        ),
+    )
+    return cursor.rowcount == 1
+
+
+def add_turn(
+    conn: sqlite3.Connection,
+    *,
+    turn_key: str,
+    session_id: str,
+    transcript_path: str | None,
+    cwd: str | None,
+    last_message: str,
+    end_offset: int | None,
+    message_limit: int = 6000,
+) -> bool:
+    """Record a finished turn for the worker; False when this turn was already recorded."""
+    cursor = conn.execute(
+        "INSERT OR IGNORE INTO turns "
+        "(turn_key, session_id, transcript_path, cwd, last_message, end_offset, received_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            turn_key,
+            _storable(session_id[:200]),
+            _storable(transcript_path) if transcript_path else None,
+            _storable(cwd) if cwd else None,
+            clip(last_message, message_limit),
+            end_offset,
+            time.time(),
+        ),
+    )
+    return cursor.rowcount == 1
+
+
+# --- what the worker reads and marks --------------------------------------------------------------------
+
+
+def has_pending(conn: sqlite3.Connection, skip_turns: Iterable[str] = ()) -> bool:
+    """Is there work: a tool event not processed, or a pending turn not in `skip_turns` (the turns a
+    worker already failed on in this run, so it does not loop on them)?"""
+    if conn.execute("SELECT EXISTS (SELECT 1 FROM tool_events WHERE processed_at IS NULL)").fetchone()[0]:
+        return True
+    skip = set(skip_turns)
+    rows = conn.execute(
+        "SELECT turn_key FROM turns WHERE processed_at IS NULL LIMIT ?", (len(skip) + 1,)
+    ).fetchall()
+    return any(row[0] not in skip for row in rows)
+
+
+def _tool_row(row: tuple) -> ToolEventRow:
+    import json
+
+    try:
+        data = json.loads(row[7])
+    except ValueError:
+        data = {}
+    return ToolEventRow(*row[:7], data if isinstance(data, dict) else {}, row[8])
+
+
+def pending_tool_events(conn: sqlite3.Connection, limit: int = 500) -> list[ToolEventRow]:
+    rows = conn.execute(
+        f"SELECT {_TOOL_COLUMNS} FROM tool_events WHERE processed_at IS NULL "
+        "ORDER BY received_at, rowid LIMIT ?",
+        (limit,),
+    ).fetchall()
+    return [_tool_row(row) for row in rows]
+
+
+def set_projects(conn: sqlite3.Connection, assignments: Iterable[tuple[str, str]]) -> None:
+    """Record (tool_use_id, project) pairs: the worker resolves projects, the hook has no time to."""
+    with transaction(conn):
+        conn.executemany(
+            "UPDATE tool_events SET project = ? WHERE tool_use_id = ?",
+            [(project, tool_use_id) for tool_use_id, project in assignments],
+        )
+
+
+def project_tool_events(conn: sqlite3.Connection, project: str, limit: int = 2000) -> list[ToolEventRow]:
+    """The project's most recent `limit` events, processed or not, oldest first."""
+    rows = conn.execute(
+        f"SELECT {_TOOL_COLUMNS} FROM (SELECT rowid AS r, * FROM tool_events WHERE project = ? "
+        "ORDER BY received_at DESC, rowid DESC LIMIT ?) ORDER BY received_at, r",
+        (project, limit),
+    ).fetchall()
+    return [_tool_row(row) for row in rows]
+
+
+def mark_tool_events_done(conn: sqlite3.Connection, tool_use_ids: Iterable[str]) -> None:
+    now = time.time()
+    with transaction(conn):
+        conn.executemany(
+            "UPDATE tool_events SET processed_at = ? WHERE tool_use_id = ?",
+            [(now, tool_use_id) for tool_use_id in tool_use_ids],
+        )
+
+
+def emitted_keys(conn: sqlite3.Connection, keys: Iterable[str]) -> set[str]:
+    wanted = list(keys)
+    found: set[str] = set()
+    for start in range(0, len(wanted), 500):
+        batch = wanted[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        found.update(row[0] for row in conn.execute(f"SELECT key FROM emitted WHERE key IN ({marks})", batch))
+    return found
+
+
+def mark_emitted(conn: sqlite3.Connection, key: str, memory_id: str | None) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO emitted (key, memory_id, emitted_at) VALUES (?, ?, ?)",
+        (key, memory_id, time.time()),
+    )
+
+
+def pending_turns(conn: sqlite3.Connection, limit: int = 50) -> list[TurnRow]:
+    rows = conn.execute(
+        f"SELECT {_TURN_COLUMNS} FROM turns WHERE processed_at IS NULL ORDER BY received_at, rowid LIMIT ?",
+        (limit,),
+    ).fetchall()
+    return [TurnRow(*row) for row in rows]
+
+
+def transcript_offset(conn: sqlite3.Connection, path: str) -> int:
+    row = conn.execute("SELECT offset FROM transcript_offsets WHERE path = ?", (path,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def previous_turn_message(conn: sqlite3.Connection, session_id: str, before: float) -> str | None:
+    """The last message of the session's latest turn already processed before `before`."""
+    row = conn.execute(
+        "SELECT last_message FROM turns WHERE session_id = ? AND processed_at IS NOT NULL "
+        "AND received_at <= ? ORDER BY received_at DESC, rowid DESC LIMIT 1",
+        (session_id, before),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def finish_turn(
+    conn: sqlite3.Connection, turn_key: str, outcome: str, transcript_path: str | None, offset: int | None
+) -> None:
+    """Mark a turn done and move its transcript's offset past what it consumed, in one transaction."""
+    now = time.time()
+    with transaction(conn):
+        conn.execute(
+            "UPDATE turns SET processed_at = ?, outcome = ? WHERE turn_key = ?", (now, outcome, turn_key)
+        )
+        if transcript_path and offset is not None:
+            conn.execute(
+                "INSERT INTO transcript_offsets (path, offset, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (path) DO UPDATE SET offset = excluded.offset, updated_at = excluded.updated_at",
+                (transcript_path, offset, now),
+            )
+
+
+def turn_failed(conn: sqlite3.Connection, turn_key: str, error: str) -> bool:
+    """Count a failed attempt; after MAX_ATTEMPTS the turn is set aside (outcome "failed"). True if so."""
+    now = time.time()
+    with transaction(conn):
+        conn.execute(
+            "UPDATE turns SET attempts = attempts + 1, last_error = ? WHERE turn_key = ?",
+            (error[:2000], turn_key),
+        )
+        cursor = conn.execute(
+            "UPDATE turns SET processed_at = ?, outcome = 'failed' WHERE turn_key = ? AND attempts >= ?",
+            (now, turn_key, MAX_ATTEMPTS),
+        )
+    return cursor.rowcount == 1
+
+
+def checkpoint(conn: sqlite3.Connection) -> None:
+    """Move the WAL into the database file and truncate it (hooks exit without doing so, see
+    hookhandlers.post_tool_use.main). Skipped silently while hooks hold it busy; the next run retries."""
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+
+
+def prune(conn: sqlite3.Connection, older_than_days: float = 60.0) -> int:
+    """Forget processed events and turns older than the cut-off (their memories are stored); returns how
+    many rows went. Emitted-statement keys are kept: they stop a pattern being stored again later."""
+    cutoff = time.time() - older_than_days * 86400
+    with transaction(conn):
+        removed = conn.execute(
+            "DELETE FROM tool_events WHERE processed_at IS NOT NULL AND received_at < ?", (cutoff,)
+        ).rowcount
+        removed += conn.execute(
+            "DELETE FROM turns WHERE processed_at IS NOT NULL AND received_at < ?", (cutoff,)
+        ).rowcount
+    return removed

@@ -1,0 +1,364 @@
+"""The capture worker: turns what the hooks spooled into memories, then exits.
+
+    python -m cems_cli.capture.worker          # started detached by the Stop hook
+    process_pending(settings)                  # in-process, from tests or `cems` commands
+
+One worker at a time per CEMS_HOME: an exclusive, non-blocking flock on `$CEMS_HOME/capture.lock`; a second
+worker finds it held and exits, and the Stop hook does not even start one then. The running worker sees the
+new work: it loops until nothing is pending, and checks once more after releasing the lock, so a turn
+spooled just as it finished is not stranded.
+
+Order of work, each step idempotent:
+1. Tool events → `patterns` memories (source "tool"). Pending events get their project (from their cwd);
+   then, for each project touched, the statements are derived from the project's recent events (pending
+   and processed), and those not yet emitted are stored. Events are marked done after that.
+2. Turns → with an LLM configured, `learnings`/`decisions` from one JSON call (time-limited); without one,
+   or when the call fails, a `context` digest (source "session"). The transcript offset moves and the turn
+   is marked done in one spool transaction, after the memories are stored.
+A crash anywhere leaves the work pending; redoing it stores nothing twice (deterministic texts, the store's
+content-hash dedup, and the spool's record of emitted statements).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from cems_cli.capture import spool
+from cems_cli.capture.tool_patterns import ToolEvent, derive_statements
+from cems_cli.capture.transcript import Line
+from cems_cli.capture.turns import (
+    EXTRACTION_SYSTEM,
+    TurnActivity,
+    collect,
+    digest_text,
+    extraction_prompt,
+    parse_extraction,
+    read_delta,
+)
+
+if TYPE_CHECKING:
+    from cems_cli.config import Settings
+    from cems_cli.service import MemoryService
+
+TOOL_BATCH = 500
+TURN_BATCH = 20
+PROJECT_WINDOW = 2000  # events per project that statements are derived from
+# The retrieval stages' default time limit (2 s) is meant for a prompt waiting on it; a background
+# extraction may take longer unless CEMS_LLM_TIMEOUT says otherwise.
+EXTRACTION_TIMEOUT = 30.0
+EXTRACTION_MAX_TOKENS = 800
+
+
+@dataclass
+class Summary:
+    busy: bool = False  # another worker holds the lock: nothing was done here
+    tool_events: int = 0
+    patterns_stored: int = 0
+    turns: int = 0
+    turn_memories_stored: int = 0
+    turns_failed: int = 0
+    llm_fallbacks: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- locking
+
+
+@contextmanager
+def _capture_lock(home: str, wait: bool) -> Iterator[bool]:
+    os.makedirs(home, mode=0o700, exist_ok=True)
+    with open(os.path.join(home, spool.LOCK_FILE), "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def process_pending(settings: Settings, *, wait: bool = False) -> Summary:
+    """Process everything pending in the spool of `settings.home`. With `wait`, block until a running
+    worker finishes instead of leaving the work to it. When the store is unreachable the error propagates
+    and the work stays pending for the next run."""
+    home = str(settings.home)
+    summary = Summary()
+    conn = spool.connect(spool.spool_path(home))
+    worker = _Worker(settings, conn, summary)
+    try:
+        first = True
+        while True:
+            with _capture_lock(home, wait) as locked:
+                if not locked:
+                    summary.busy = first
+                    return summary
+                worker.run()
+            first = False
+            # Released: a Stop hook that found the lock held left its turn to us (it does not start a
+            # worker then), and it may have spooled it just before we let go. Check once more.
+            if not spool.has_pending(conn, worker.failed_turns):
+                return summary
+    finally:
+        worker.close()
+        conn.close()
+
+
+class _Worker:
+    def __init__(self, settings: Settings, conn: sqlite3.Connection, summary: Summary) -> None:
+        self.settings = settings
+        self.conn = conn
+        self.summary = summary
+        self._service: MemoryService | None = None
+        self.failed_turns: set[str] = set()
+
+    @property
+    def service(self) -> MemoryService:
+        if self._service is None:
+            from cems_cli.service import MemoryService
+
+            self._service = MemoryService(self.settings)
+        return self._service
+
+    def close(self) -> None:
+        if self._service is not None:
+            self._service.close()
+
+    def run(self) -> None:
+        """Process until nothing is pending (turns that failed in this run are not retried in it)."""
+        while self._tool_round() or self._turn_round():
+            pass
+        spool.prune(self.conn)
+        spool.checkpoint(self.conn)
+
+    def _store(
+        self, text: str, *, category: str, project: str | None, session_id: str, source: str, at: float
+    ) -> tuple[str | None, bool]:
+        """Store one memory through MemoryService (privacy rules, dedup): (id, created); (None, False) when
+        nothing is left of the text once private parts are removed."""
+        from cems_cli.service import UserError
+
+        try:
+            memory = self.service.prepare(
+                text,
+                category=category,
+                tags=[f"session:{session_id}"] if session_id else [],
+                project=project,
+                source=source,
+                created_at=datetime.fromtimestamp(at, UTC),
+            )
+        except UserError:
+            return None, False
+        return self.service.store(memory)
+
+    # -- tool events
+
+    def _tool_round(self) -> bool:
+        pending = spool.pending_tool_events(self.conn, TOOL_BATCH)
+        if not pending:
+            return False
+        projects: dict[str, str] = {}
+        for row in pending:
+            project = row.project or _project(row.cwd)
+            if project:
+                projects[row.tool_use_id] = project
+        spool.set_projects(self.conn, projects.items())
+        for project in sorted(set(projects.values())):
+            try:
+                self._project_patterns(project)
+            except Exception as error:
+                if _is_store_unreachable(error):
+                    raise
+                # A bad event must not block the spool: the next event of this project retries anyway.
+                _log(f"capture worker: patterns of {project} failed")
+        spool.mark_tool_events_done(self.conn, [row.tool_use_id for row in pending])
+        self.summary.tool_events += len(pending)
+        return True
+
+    def _project_patterns(self, project: str) -> None:
+        rows = spool.project_tool_events(self.conn, project, PROJECT_WINDOW)
+        events = [
+            ToolEvent.from_spool(
+                tool_use_id=r.tool_use_id,
+                session_id=r.session_id,
+                event=r.event,
+                tool_name=r.tool_name,
+                cwd=r.cwd,
+                received_at=r.received_at,
+                data=r.data,
+            )
+            for r in rows
+        ]
+        statements = {f"{project}\n{s.key}": s for s in derive_statements(project, events)}
+        done = spool.emitted_keys(self.conn, statements)
+        for key, statement in statements.items():
+            if key in done:
+                continue
+            memory_id, created = self._store(
+                statement.text,
+                category="patterns",
+                project=project,
+                session_id=statement.session_id,
+                source="tool",
+                at=statement.at,
+            )
+            spool.mark_emitted(self.conn, key, memory_id)
+            self.summary.patterns_stored += int(created)
+
+    # -- turns
+
+    def _turn_round(self) -> bool:
+        turns = [
+            t
+            for t in spool.pending_turns(self.conn, TURN_BATCH + len(self.failed_turns))
+            if t.turn_key not in self.failed_turns
+        ][:TURN_BATCH]
+        if not turns:
+            return False
+        for turn in turns:
+            try:
+                self._process_turn(turn)
+            except Exception as error:
+                if _is_store_unreachable(error):
+                    raise
+                # This turn's own problem: count the attempt (set aside after a few), go on with the rest.
+                self.failed_turns.add(turn.turn_key)
+                if spool.turn_failed(self.conn, turn.turn_key, f"{type(error).__name__}: {error}"):
+                    self.summary.turns_failed += 1
+                _log(f"capture worker: turn {turn.turn_key[:12]} failed")
+        return True
+
+    def _process_turn(self, turn: spool.TurnRow) -> None:
+        path = turn.transcript_path
+        lines: list[Line] = []
+        end: int | None = None
+        if path and os.path.isfile(path):
+            delta = read_delta(path, spool.transcript_offset(self.conn, path), turn.end_offset)
+            lines, end = delta.lines, delta.end
+        activity = collect(lines, turn.cwd or "")
+        if not activity.tools and not activity.prompts and self._repeat_of_previous(turn):
+            spool.finish_turn(self.conn, turn.turn_key, "duplicate", path, end)
+            self.summary.turns += 1
+            return
+        project = _project(turn.cwd)
+        items: list[tuple[str, str]] | None = None
+        outcome = "digest"
+        if self.settings.llm_configured and activity.active:
+            items = self._extract(activity, project, turn.last_message)
+            if items is None:
+                self.summary.llm_fallbacks += 1
+            else:
+                outcome = "llm"
+        if items is None:
+            text = digest_text(
+                activity,
+                project=project,
+                session_id=turn.session_id,
+                finished_at=turn.received_at,
+                last_message=turn.last_message,
+            )
+            items = [("context", text)] if text else []
+        for category, text in items:
+            _memory_id, created = self._store(
+                text,
+                category=category,
+                project=project,
+                session_id=turn.session_id,
+                source="session",
+                at=turn.received_at,
+            )
+            self.summary.turn_memories_stored += int(created)
+        spool.finish_turn(self.conn, turn.turn_key, outcome if items else "empty", path, end)
+        self.summary.turns += 1
+
+    def _repeat_of_previous(self, turn: spool.TurnRow) -> bool:
+        """A Stop delivered again for a turn already handled (same final message, no new transcript)."""
+        previous = spool.previous_turn_message(self.conn, turn.session_id, turn.received_at)
+        return previous is not None and previous == turn.last_message
+
+    def _extract(
+        self, activity: TurnActivity, project: str | None, last_message: str
+    ) -> list[tuple[str, str]] | None:
+        from cems_cli.llm import client_from_settings
+
+        settings = self.settings
+        timeout = settings.llm_timeout if "llm_timeout" in settings.model_fields_set else EXTRACTION_TIMEOUT
+        client = client_from_settings(
+            settings.llm_base_url, settings.llm_api_key, settings.llm_model, timeout
+        )
+        if client is None:
+            return None
+        answer = client.chat_json(
+            EXTRACTION_SYSTEM,
+            extraction_prompt(activity, project=project, last_message=last_message),
+            max_tokens=EXTRACTION_MAX_TOKENS,
+            stage="capture-extraction",
+        )
+        return parse_extraction(answer)
+
+
+def _log(message: str) -> None:
+    from cems_cli.hookio import log_error
+
+    log_error(message)
+
+
+def _project(cwd: str | None) -> str | None:
+    if not cwd:
+        return None
+    from cems_cli.project import project_for_dir
+
+    return project_for_dir(cwd)
+
+
+def _is_store_unreachable(error: Exception) -> bool:
+    """Errors that say the database or the embedder is not available, rather than that this item is bad:
+    the run stops and the work stays pending for the next one."""
+    import psycopg
+
+    from cems_cli.embedding import EmbeddingError
+    from cems_cli.store.db import StoreError
+
+    return isinstance(error, StoreError | EmbeddingError | psycopg.OperationalError | psycopg.InterfaceError)
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def main() -> int:
+    """Run once, quietly; errors go to $CEMS_HOME/logs/hooks.log. Always exits 0: nobody waits on it."""
+    from cems_cli.hookio import json_dumps, log_error
+
+    try:
+        os.nice(5)  # background work: leave the CPU to the agent and the user
+    except OSError:
+        pass
+    started = time.monotonic()
+    try:
+        from cems_cli.config import get_settings
+
+        summary = process_pending(get_settings())
+        result = summary.to_json()
+        result["seconds"] = round(time.monotonic() - started, 3)
+        print(json_dumps(result))
+    except BaseException:  # a detached process: log, never raise
+        log_error("capture worker failed; the work stays pending")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

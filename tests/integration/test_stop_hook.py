@@ -1,0 +1,369 @@
+"""hooks/stop.py as Claude Code runs it: the turn is recorded in the spool, then the detached capture worker
+reads the transcript delta and stores a digest (or, with an LLM, learnings and decisions) search finds."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_post_tool_use_hook import (
+    AWS_KEY,
+    GITHUB_TOKEN,
+    PRIVATE_TEXT,
+    assert_silent,
+    capture_environment,
+    git_project,
+    run_hook,
+    spool_bytes,
+    stored_rows_containing,
+)
+from tests.support.fake_openai import Reply
+from tests.unit.test_turns import FINAL, SESSION, Transcript, redis_turn
+
+REPO = Path(__file__).resolve().parents[2]
+STOP = REPO / "hooks" / "stop.py"
+PAYLOADS = REPO.parent / "shared" / "fixtures" / "claude-code" / "payloads"
+WORKER_TIMEOUT = 120.0
+
+
+@pytest.fixture
+def capture_env(env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    return capture_environment(env, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return Path(git_project(tmp_path / "acme-api"))
+
+
+@pytest.fixture
+def transcript(tmp_path: Path, project: Path) -> Transcript:
+    folder = tmp_path / ".claude" / "projects" / "-tmp-acme-api"
+    folder.mkdir(parents=True)
+    return Transcript(folder / f"{SESSION}.jsonl", cwd=str(project))
+
+
+def stop_payload(transcript: Transcript, message: str = FINAL, **changes) -> dict:
+    payload = json.loads((PAYLOADS / "Stop.json").read_text())
+    payload.update(transcript_path=str(transcript.path), cwd=transcript.cwd, last_assistant_message=message)
+    return {**payload, **changes}
+
+
+def stop(env: dict[str, str], payload: dict | bytes) -> float:
+    """Run the Stop hook as Claude Code does (in the session's cwd); returns how long it took (seconds)."""
+    started = time.monotonic()
+    cwd = payload.get("cwd") if isinstance(payload, dict) else None
+    extra = {k: v for k, v in env.items() if k != "CEMS_HOME"}
+    proc = run_hook(
+        env["CEMS_HOME"], payload, hook=STOP, cwd=cwd if cwd and Path(cwd).is_dir() else None, **extra
+    )
+    assert_silent(proc)
+    return time.monotonic() - started
+
+
+def turns(home: str | Path) -> list[dict]:
+    path = Path(home) / "spool.db"
+    if not path.exists():
+        return []
+    with sqlite3.connect(path) as conn:
+        conn.row_factory = sqlite3.Row
+        return [dict(r) for r in conn.execute("SELECT * FROM turns ORDER BY received_at, rowid")]
+
+
+def wait_for_worker(home: str | Path, count: int) -> list[dict]:
+    """Until the detached worker has processed `count` turns."""
+    deadline = time.monotonic() + WORKER_TIMEOUT
+    while time.monotonic() < deadline:
+        recorded = turns(home)
+        if len(recorded) >= count and all(t["processed_at"] for t in recorded):
+            return recorded
+        time.sleep(0.2)
+    log = Path(home) / "logs" / "hooks.log"
+    raise AssertionError(f"worker did not finish: {turns(home)}\n{log.read_text() if log.exists() else ''}")
+
+
+def memories(user: str, category: str | None = None) -> list[dict]:
+    from cems_cli.config import get_settings
+    from cems_cli.service import MemoryService
+
+    with MemoryService(get_settings()) as service:
+        rows = service.conn.execute(
+            "SELECT content, category, source, source_ref, tags FROM memory_documents "
+            "WHERE user_id = %s AND NOT archived AND (%s::text IS NULL OR category = %s) ORDER BY created_at",
+            (user, category, category),
+        ).fetchall()
+    return [dict(zip(("content", "category", "source", "source_ref", "tags"), r, strict=True)) for r in rows]
+
+
+# --- doing nothing when it should -----------------------------------------------------------------------
+
+
+def test_stop_hook_active_records_nothing(tmp_path):
+    home = tmp_path / "home"
+    payload = json.loads((PAYLOADS / "Stop.json").read_text())
+    stop({"CEMS_HOME": str(home)}, {**payload, "stop_hook_active": True})
+    assert turns(home) == [] and not (home / "spool.db").exists()
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        b"",
+        b"not json",
+        b"[1, 2]",
+        b"{}",
+        b'{"hook_event_name": "Stop"}',
+        b"{\xff\xfe",
+        b'{"hook_event_name": "SubagentStop", "session_id": "s", "last_assistant_message": "x"}',
+        b"{" + b" " * (20 * 1024 * 1024),
+    ],
+    ids=["empty", "not json", "array", "no fields", "no session", "invalid utf-8", "subagent", "20 MB"],
+)
+def test_bad_or_foreign_input_exits_0_silently_and_records_nothing(tmp_path, stdin):
+    home = tmp_path / "home"
+    stop({"CEMS_HOME": str(home)}, stdin)
+    assert turns(home) == []
+
+
+def test_cems_disable_turns_the_hook_off(tmp_path):
+    home = tmp_path / "home"
+    stop({"CEMS_HOME": str(home), "CEMS_DISABLE": "1"}, (PAYLOADS / "Stop.json").read_bytes())
+    assert turns(home) == []
+
+
+# --- digests --------------------------------------------------------------------------------------------
+
+
+def test_a_turn_becomes_a_context_digest_that_search_finds(capture_env, transcript, cli):
+    redis_turn(transcript)
+    took = stop(capture_env, stop_payload(transcript))
+    assert took < 10.0  # records and hands off; the worker does the slow part
+    assert len(turns(capture_env["CEMS_HOME"])) == 1  # recorded before the hook returned
+    [turn] = wait_for_worker(capture_env["CEMS_HOME"], 1)
+    assert turn["outcome"] == "digest" and turn["end_offset"] == transcript.path.stat().st_size
+
+    [digest] = memories(capture_env["CEMS_USER"], "context")
+    assert (digest["source"], digest["source_ref"], digest["tags"]) == (
+        "session",
+        "project:acme/api",
+        [f"session:{SESSION}"],
+    )
+    assert "Claude Code turn in project acme/api (session 3f1c2a9e" in digest["content"]
+    assert "Files touched: src/acme/config.py." in digest["content"]
+    assert "Errors: pytest -q failed with \"KeyError: 'REDIS_URL'\" (resolved)." in digest["content"]
+    assert digest["content"].endswith(f"Outcome: {FINAL}")
+
+    searched = cli("search", "make the REDIS_URL cache optional", "--json")
+    assert searched.code == 0, searched.stderr
+    found = searched.json()["results"]
+    assert found and found[0]["category"] == "context" and "REDIS_URL" in found[0]["content"], found
+
+    # The same Stop delivered again is the same turn: nothing new recorded, nothing new stored.
+    stop(capture_env, stop_payload(transcript))
+    assert len(turns(capture_env["CEMS_HOME"])) == 1
+    assert len(memories(capture_env["CEMS_USER"])) == 1
+
+
+def test_each_turn_digests_only_its_own_part_of_the_transcript(capture_env, transcript):
+    redis_turn(transcript)
+    stop(capture_env, stop_payload(transcript))
+    wait_for_worker(capture_env["CEMS_HOME"], 1)
+    transcript.prompt("Also document REDIS_URL in the README.")
+    transcript.edit("README.md")
+    transcript.say("Documented.")
+    stop(capture_env, stop_payload(transcript, "README.md now documents REDIS_URL."))
+    wait_for_worker(capture_env["CEMS_HOME"], 2)
+    first, second = [m["content"] for m in memories(capture_env["CEMS_USER"], "context")]
+    assert "pytest -q" in first and "README.md" not in first
+    assert "Files touched: README.md." in second and "pytest" not in second and "grep" not in second
+    assert "Asked: Also document REDIS_URL in the README." in second
+
+
+def test_the_worker_does_not_import_modules_from_the_agents_directory(capture_env, transcript, project):
+    """The worker starts in the session's cwd; a project's own json.py or typing.py must not be imported."""
+    marker = project / "SHADOWED"
+    for name in ("json", "typing", "sqlite3", "psycopg"):
+        (project / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r})\n")
+    redis_turn(transcript)
+    stop(capture_env, stop_payload(transcript))
+    [turn] = wait_for_worker(capture_env["CEMS_HOME"], 1)
+    assert turn["outcome"] == "digest" and not marker.exists()
+
+
+def test_a_missing_transcript_still_gives_a_digest_of_the_answer(capture_env, transcript):
+    payload = stop_payload(transcript, transcript_path=str(transcript.path.with_name("gone.jsonl")))
+    stop(capture_env, payload)
+    [turn] = wait_for_worker(capture_env["CEMS_HOME"], 1)
+    assert turn["end_offset"] is None
+    [digest] = memories(capture_env["CEMS_USER"], "context")
+    assert digest["content"].endswith(f"Outcome: {FINAL}")
+
+
+def test_secrets_and_private_text_never_reach_the_spool_or_the_database(capture_env, transcript):
+    transcript.prompt(f"Use <private>{PRIVATE_TEXT}</private> for the deploy")
+    transcript.bash(f"AWS_ACCESS_KEY_ID={AWS_KEY} ./deploy.sh", "deployed")
+    message = f"Deployed with token {GITHUB_TOKEN}. <private>{PRIVATE_TEXT}</private> Done."
+    stop(capture_env, stop_payload(transcript, message))
+    wait_for_worker(capture_env["CEMS_HOME"], 1)
+    [digest] = memories(capture_env["CEMS_USER"], "context")
+    assert "./deploy.sh" in digest["content"] and "[REDACTED:" in digest["content"]
+    for secret in (AWS_KEY, GITHUB_TOKEN, PRIVATE_TEXT):
+        assert secret.encode() not in spool_bytes(Path(capture_env["CEMS_HOME"])), secret
+        assert not stored_rows_containing(capture_env["CEMS_USER"], secret), secret
+
+
+# --- with an LLM ----------------------------------------------------------------------------------------
+
+
+def llm_env(capture_env: dict[str, str], fake_openai, **extra: str) -> dict[str, str]:
+    return {**capture_env, "CEMS_LLM_BASE_URL": fake_openai.base_url, "CEMS_LLM_MODEL": "fake-model", **extra}
+
+
+def test_with_an_llm_the_turn_becomes_learnings_and_decisions(capture_env, transcript, fake_openai):
+    fake_openai.queue(
+        json.dumps(
+            {
+                "learnings": [
+                    "In acme/api, Settings read REDIS_URL with os.environ[...], so an unset variable "
+                    "raised KeyError and the API answered 500."
+                ],
+                "decisions": [
+                    "In acme/api the Redis cache is optional: Settings.redis_url defaults to None and the "
+                    f"cache falls back to an in-process dict. Key {GITHUB_TOKEN}"
+                ],
+            }
+        )
+    )
+    redis_turn(transcript)
+    stop(llm_env(capture_env, fake_openai), stop_payload(transcript))
+    [turn] = wait_for_worker(capture_env["CEMS_HOME"], 1)
+    assert turn["outcome"] == "llm"
+    stored = memories(capture_env["CEMS_USER"])
+    assert sorted(m["category"] for m in stored) == ["decisions", "learnings"]  # no digest besides
+    assert all((m["source"], m["source_ref"]) == ("session", "project:acme/api") for m in stored)
+    assert any("falls back to an in-process dict" in m["content"] for m in stored)
+    assert not any(GITHUB_TOKEN in m["content"] for m in stored)  # the model's answer is redacted too
+
+    [request] = fake_openai.chat_requests
+    sent = request.body["messages"][1]["content"]
+    assert sent.startswith("<cems:no-observe/>\nProject: acme/api") and "Tool Bash: pytest -q" in sent
+
+
+@pytest.mark.parametrize("failure", ["error", "hang"])
+def test_an_llm_failure_falls_back_to_the_digest(capture_env, transcript, fake_openai, failure):
+    fake_openai.queue(Reply.error(500) if failure == "error" else Reply.hang())
+    redis_turn(transcript)
+    stop(llm_env(capture_env, fake_openai, CEMS_LLM_TIMEOUT="1"), stop_payload(transcript))
+    [turn] = wait_for_worker(capture_env["CEMS_HOME"], 1)
+    assert turn["outcome"] == "digest"
+    [digest] = memories(capture_env["CEMS_USER"])
+    assert digest["category"] == "context" and "Files touched: src/acme/config.py." in digest["content"]
+    assert len(fake_openai.chat_requests) == 1
+
+
+def test_the_hook_fails_open_when_the_spool_cannot_be_written(tmp_path):
+    home = tmp_path / "home"
+    home.write_text("a file where the data folder should be")
+    proc = run_hook(home, (PAYLOADS / "Stop.json").read_bytes(), hook=STOP)
+    assert_silent(proc)
+    assert home.read_text() == "a file where the data folder should be"
+
+
+# --- the worker when things go wrong --------------------------------------------------------------------
+
+
+def record_turn(home: str, session: str, message: str, cwd: str | None = None) -> None:
+    from cems_cli.capture import spool
+
+    conn = spool.connect(spool.spool_path(home))
+    try:
+        spool.add_turn(
+            conn,
+            turn_key=f"{session}-{message}",
+            session_id=session,
+            transcript_path=None,
+            cwd=cwd,
+            last_message=message,
+            end_offset=None,
+        )
+    finally:
+        conn.close()
+
+
+def test_a_turn_that_keeps_failing_is_set_aside_and_the_others_go_on(capture_env, monkeypatch):
+    from cems_cli.capture import spool, worker
+    from cems_cli.config import get_settings
+
+    record_turn(capture_env["CEMS_HOME"], "bad", "this turn breaks the digest")
+    record_turn(capture_env["CEMS_HOME"], "good", "Renamed the settings module.")
+    real_digest = worker.digest_text
+
+    def digest(activity, **fields):
+        if fields["session_id"] == "bad":
+            raise ValueError("a bug met by one turn")
+        return real_digest(activity, **fields)
+
+    monkeypatch.setattr(worker, "digest_text", digest)
+    first = process_pending_now(get_settings())
+    assert (first.turns, first.turn_memories_stored, first.turns_failed) == (1, 1, 0)
+    for _ in range(spool.MAX_ATTEMPTS - 1):
+        process_pending_now(get_settings())
+    by_session = {t["session_id"]: t for t in turns(capture_env["CEMS_HOME"])}
+    assert (by_session["bad"]["outcome"], by_session["bad"]["attempts"]) == ("failed", spool.MAX_ATTEMPTS)
+    assert "a bug met by one turn" in by_session["bad"]["last_error"]
+    assert by_session["good"]["outcome"] == "digest"
+    assert [m["content"] for m in memories(capture_env["CEMS_USER"])][0].endswith(
+        "Renamed the settings module."
+    )
+
+
+def test_an_unreachable_database_leaves_the_work_pending(capture_env):
+    from cems_cli.config import load_settings
+    from cems_cli.store.db import StoreError
+
+    record_turn(capture_env["CEMS_HOME"], "s", "Done.")
+    settings = load_settings(database_url="host=/nonexistent-cems-socket-dir port=1 user=x connect_timeout=1")
+    with pytest.raises(StoreError):
+        process_pending_now(settings)
+    [turn] = turns(capture_env["CEMS_HOME"])
+    assert (turn["processed_at"], turn["attempts"]) == (None, 0)
+
+
+def process_pending_now(settings):
+    from cems_cli.capture.worker import process_pending
+
+    return process_pending(settings, wait=True)
+
+
+def test_a_turn_spooled_while_the_worker_finishes_is_not_stranded(capture_env, monkeypatch):
+    """A Stop hook that finds the lock held records its turn and starts no worker: the running worker must
+    notice the turn after it lets go of the lock."""
+    import fcntl
+
+    from cems_cli.capture import spool
+    from cems_cli.config import get_settings
+    from cems_cli.hookhandlers.stop import worker_running
+
+    home = capture_env["CEMS_HOME"]
+    record_turn(home, "s1", "First turn.")
+    real_checkpoint = spool.checkpoint
+    raced: list[bool] = []
+
+    def checkpoint_then_a_stop_arrives(conn):
+        real_checkpoint(conn)  # the last thing a run does while it holds the lock
+        if not raced:
+            raced.append(worker_running(home))
+            record_turn(home, "s2", "Second turn.")
+
+    monkeypatch.setattr(spool, "checkpoint", checkpoint_then_a_stop_arrives)
+    summary = process_pending_now(get_settings())
+    assert raced == [True]  # the hook would have left the turn to this worker
+    assert summary.turns == 2 and all(t["outcome"] == "digest" for t in turns(home))
+    assert not worker_running(home)
+    with open(Path(home) / spool.LOCK_FILE, "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert worker_running(home)
