@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from cems_cli.config import Settings
 from cems_cli.models import MemoryCategory, MemoryScope, PinCategory, SearchScope, parse_choice
 from cems_cli.store.records import MemoryRecord, NewMemory
-from cems_cli.text.normalize import InvalidText, clean_text, content_hash
+from cems_cli.text.normalize import InvalidText, clean_context, clean_text, content_hash
 
 if TYPE_CHECKING:
     import psycopg
@@ -151,6 +151,7 @@ class MemoryService:
         pin_category: str | None = None,
         created_at: datetime | None = None,
         expires_at: datetime | None = None,
+        context: str | None = None,
     ) -> NewMemory:
         """Validate and clean one memory (privacy rules applied) without touching the database."""
         from cems_cli.text.redact import sanitize_for_storage
@@ -158,6 +159,7 @@ class MemoryService:
         try:
             cleaned = clean_text(text)
             content = clean_text(sanitize_for_storage(cleaned))
+            situated = clean_context(sanitize_for_storage(context)) if context else None
         except InvalidText as error:
             raise UserError(str(error)) from None
         try:
@@ -183,6 +185,7 @@ class MemoryService:
             pin_category=pin_category_value if pin else None,
             created_at=created_at,
             expires_at=expires_at,
+            context=situated,
         )
 
     def remember(self, text: str | bytes, **options: Any) -> tuple[str, bool]:
@@ -191,15 +194,15 @@ class MemoryService:
 
     def store(self, memory: NewMemory) -> tuple[str, bool]:
         from cems_cli.store import memories
-        from cems_cli.text.chunking import chunk_text
+        from cems_cli.text.chunking import chunk_text, index_text
 
         team = self.settings.team if memory.scope == "shared" else None
-        digest = content_hash(memory.content)
+        digest = content_hash(memory.content, memory.context)
         existing = memories.find_live_duplicate(self.conn, self.identity, memory.scope, team, digest)
         if existing:
             return existing, False
         chunks = chunk_text(memory.content)
-        vectors = self.embedder.embed(chunks)
+        vectors = self.embedder.embed([index_text(chunk, memory.context) for chunk in chunks])
         return memories.insert_memory(self.conn, self.identity, memory, digest, chunks, vectors, team)
 
     # Reading --------------------------------------------------------------------------------------

@@ -29,6 +29,9 @@ def remember(
     no_project: bool = typer.Option(False, "--no-project", help="Store without a project reference."),
     pin: bool = typer.Option(False, "--pin", help="Pin it: exempt from decay, boosted in search."),
     title: str = typer.Option(None, "--title", help="A short title."),
+    context: str = typer.Option(
+        None, "--context", help="What situates it (e.g. the question it answers): searchable, not shown."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Remember TEXT; prints the memory id (the existing one if the text is already stored)."""
@@ -48,6 +51,7 @@ def remember(
             project=source_ref,
             pin=pin,
             title=title,
+            context=context,
         )
     if as_json:
         emit_json({"id": memory_id, "created": created})

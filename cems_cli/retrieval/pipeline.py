@@ -22,10 +22,11 @@ if TYPE_CHECKING:
     from cems_cli.store.search import ChunkHit, SearchFilters
 
 SNIPPET_CHARS = 300
+DEDUP_WINDOW_FACTOR = 3
 # How many chunks each list fetches: deep enough that fusion sees documents ranked well by only one list.
 MIN_DEPTH = 50
-# ts_rank_cd scores are small; this scale maps a clearly matching chunk near the 0.85 strong-signal bar.
-LEXICAL_SATURATION_SCALE = 0.1
+# BM25 scores saturate as |x| / (|x| + 1) (QMD's normalisation, where the 0.85 / 0.15 bar comes from).
+LEXICAL_SATURATION_SCALE = 1.0
 
 
 @dataclass(frozen=True)
@@ -147,14 +148,17 @@ def run_search(service: MemoryService, request: SearchRequest) -> list[SearchRes
 
     # 7. Reranking of the head; the tail keeps its fused order below it.
     if mode != "vector":
-        fused = _rerank(settings, llm, request.query, query_vector, fused, trace)
+        fused = _rerank(settings, llm, request.query, fused, trace)
     trace.lap("rerank")
 
     # 8. Relevance filter and semantic dedup.
     from cems_cli.retrieval.filtering import filter_by_threshold, semantic_dedup
 
     kept = filter_by_threshold(fused, settings.relevance_threshold)
-    kept = semantic_dedup(kept)
+    # Near-duplicates can only crowd the results that will be shown: compare the head, keep the rest.
+    head = kept[: max(request.limit * DEDUP_WINDOW_FACTOR, 10)]
+    _attach_embeddings(conn, head)
+    kept = semantic_dedup(head) + kept[len(head) :]
 
     # 9. Score adjustments.
     from cems_cli.retrieval.adjust import apply_adjustments
@@ -255,32 +259,30 @@ def _best_per_document(hits: list[ChunkHit]) -> list[ChunkHit]:
 
 def _build_candidates(conn, chunk_lists, query_vector) -> tuple[dict[str, Candidate], list[RankedList]]:
     """One candidate per document (its chunk closest to the query) and one ranked list per retrieval."""
-    import numpy as np
-
     from cems_cli.retrieval.types import Candidate, RankedItem, RankedList
     from cems_cli.store.search import fetch_chunks, fetch_documents
 
     ranked: list[RankedList] = []
     chunk_ids: dict[str, set[str]] = {}
+    index_of: dict[str, int] = {}
     for variant, kind, hits in chunk_lists:
-        best = _best_per_document(hits)
         for hit in hits:
             chunk_ids.setdefault(hit.document_id, set()).add(hit.chunk_id)
+            index_of[hit.chunk_id] = hit.chunk_index
         ranked.append(
             RankedList(
                 name=f"{variant.name}:{kind}",
                 kind=kind,
                 is_original=variant.is_original,
-                items=[RankedItem(h.document_id, h.score) for h in best],
+                items=[RankedItem(h.document_id, h.score) for h in _best_per_document(hits)],
             )
         )
     documents = fetch_documents(conn, list(chunk_ids))
-    chunks = fetch_chunks(conn, [c for ids in chunk_ids.values() for c in ids])
-    index_of = {hit.chunk_id: hit.chunk_index for _, _, hits in chunk_lists for hit in hits}
+    chunks = fetch_chunks(conn, [c for ids in chunk_ids.values() for c in ids], query_vector)
     candidates: dict[str, Candidate] = {}
     for doc_id, ids in chunk_ids.items():
         record = documents.get(doc_id)
-        scored = [(float(np.dot(chunks[c][1], query_vector)), c) for c in ids if c in chunks]
+        scored = [(chunks[c][1], c) for c in ids if c in chunks]
         if record is None or not scored:
             continue
         similarity, chunk_id = max(scored)
@@ -297,7 +299,6 @@ def _build_candidates(conn, chunk_lists, query_vector) -> tuple[dict[str, Candid
             source_ref=record.source_ref,
             tags=record.tags,
             title=record.title,
-            embedding=chunks[chunk_id][1],
             vector_score=max(0.0, similarity),
         )
     for ranked_list in ranked:  # a document whose row vanished mid-search drops out of every list
@@ -305,18 +306,29 @@ def _build_candidates(conn, chunk_lists, query_vector) -> tuple[dict[str, Candid
     return candidates, ranked
 
 
+def _attach_embeddings(conn, candidates: list[Candidate]) -> None:
+    """Stored vectors for the few candidates semantic dedup compares (fetched only for them)."""
+    from cems_cli.store.search import fetch_embeddings
+
+    vectors = fetch_embeddings(conn, [c.chunk_id for c in candidates])
+    for cand in candidates:
+        cand.embedding = vectors.get(cand.chunk_id)
+
+
 def _rerank(
-    settings, llm: LLMClient | None, query: str, query_vector, fused: list[Candidate], trace: Trace
+    settings, llm: LLMClient | None, query: str, fused: list[Candidate], trace: Trace
 ) -> list[Candidate]:
     from cems_cli.retrieval import llm_stages
-    from cems_cli.retrieval.rerank_blend import best_snippet, blend_rerank, cosine_rerank
+    from cems_cli.retrieval.rerank_blend import best_snippet, blend_rerank
     from cems_cli.retrieval.understand import query_terms
 
     backend = settings.rerank_backend
     head, tail = fused[: settings.rerank_input_limit], fused[settings.rerank_input_limit :]
     scores: dict[str, float] | None = None
     if backend == "embedding":
-        scores = cosine_rerank(query_vector, head)
+        # Cosine of the query with each candidate's stored chunk vector, computed by the server when the
+        # candidates were fetched (the lexical-only ones included).
+        scores = {c.document_id: min(1.0, max(0.0, c.vector_score)) for c in head}
     elif backend in ("llm", "ollama"):
         terms = query_terms(query)
         docs = [(c.document_id, best_snippet(c.content, terms, 300)) for c in head]

@@ -68,9 +68,9 @@ def insert_memory(
     with conn.transaction():
         row = conn.execute(
             "INSERT INTO memory_documents (content, content_hash, user_id, team_id, scope, category, title, "
-            "tags, source, source_ref, pinned, pin_reason, pin_category, expires_at, created_at, updated_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-            "coalesce(%s, now()), coalesce(%s, now())) "
+            "tags, source, source_ref, pinned, pin_reason, pin_category, expires_at, created_at, updated_at, "
+            "context) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
+            "coalesce(%s, now()), coalesce(%s, now()), %s) "
             "ON CONFLICT (user_id, scope, coalesce(team_id, ''), content_hash) WHERE NOT archived DO NOTHING "
             "RETURNING id",
             (
@@ -90,6 +90,7 @@ def insert_memory(
                 memory.expires_at,
                 memory.created_at,
                 memory.created_at,
+                memory.context,
             ),
         ).fetchone()
         if row is None:  # a concurrent process stored the same text first
@@ -100,9 +101,9 @@ def insert_memory(
         doc_id = row[0]
         with conn.cursor() as cur:
             cur.executemany(
-                "INSERT INTO memory_chunks (document_id, chunk_index, content, embedding) "
-                "VALUES (%s, %s, %s, %s)",
-                [(doc_id, i, text, vectors[i]) for i, text in enumerate(chunks)],
+                "INSERT INTO memory_chunks (document_id, chunk_index, content, embedding, context) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                [(doc_id, i, text, vectors[i], memory.context) for i, text in enumerate(chunks)],
             )
     return str(doc_id), True
 

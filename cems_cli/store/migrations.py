@@ -35,19 +35,18 @@ def available_migrations(directory: Path | None = None) -> list[Migration]:
     return found
 
 
-def applied_version(conn: psycopg.Connection) -> int:
+def applied_versions(conn: psycopg.Connection) -> set[int]:
     row = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
     if not row or not row[0]:
-        return 0
-    version = conn.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
-    return int(version[0]) if version else 0
+        return set()
+    return {int(r[0]) for r in conn.execute("SELECT version FROM schema_migrations")}
 
 
 def migrate(conn: psycopg.Connection, embedding_dim: int, embedding_model: str) -> list[str]:
     """Apply pending migrations; returns the names applied. Cheap (one query) when up to date."""
     migrations = available_migrations()
-    latest = migrations[-1].version if migrations else 0
-    if applied_version(conn) >= latest:
+    # Compare sets, not the highest number: a migration merged from another branch may fill a gap.
+    if {m.version for m in migrations} <= applied_versions(conn):
         return []
     applied: list[str] = []
     with conn.transaction():

@@ -9,7 +9,7 @@ from typing import Any
 DOCUMENT_COLUMNS = (
     "id, content, content_hash, user_id, team_id, scope, category, title, tags, source, source_ref, pinned, "
     "pin_reason, pin_category, priority, access_count, last_accessed, expires_at, archived, created_at, "
-    "updated_at"
+    "updated_at, context"
 )
 
 
@@ -41,6 +41,7 @@ class MemoryRecord:
     archived: bool
     created_at: datetime
     updated_at: datetime
+    context: str | None = None
 
     @classmethod
     def from_row(cls, row: tuple) -> MemoryRecord:
@@ -74,3 +75,5 @@ class NewMemory:
     pin_category: str | None = None
     expires_at: datetime | None = None
     created_at: datetime | None = None
+    # Text that situates the memory (e.g. the conversation turn it answers): indexed, never shown as content.
+    context: str | None = None

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import psycopg
 
 from cems_cli.embedding import Embedder
+from cems_cli.text.chunking import index_text
 
 BATCH = 256
 
@@ -27,9 +28,9 @@ def reindex(
         )
         done = 0
         with conn.cursor(name="reindex_chunks") as reader:
-            reader.execute("SELECT id, content FROM memory_chunks ORDER BY id")
+            reader.execute("SELECT id, content, context FROM memory_chunks ORDER BY id")
             while rows := reader.fetchmany(BATCH):
-                vectors = embedder.embed([r[1] for r in rows])
+                vectors = embedder.embed([index_text(r[1], r[2]) for r in rows])
                 with conn.cursor() as writer:
                     writer.executemany(
                         "UPDATE memory_chunks SET embedding = %s WHERE id = %s",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,17 +67,61 @@ def vector_hits(
     return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3])) for r in rows]
 
 
+# BM25 parameters (the usual defaults). Term frequency is taken as 1: memories are short and a word
+# said twice in one memory rarely makes it twice as relevant.
+BM25_K1 = 1.2
+BM25_B = 0.4  # memories are short and similar in length: length matters less than usual
+# A query term found only in a memory's context (weight D), not in its content (weight A), counts this much.
+CONTEXT_TERM_WEIGHT = 0.5
+
+
+def query_lexemes(conn: psycopg.Connection, query: str) -> list[str]:
+    """The query's distinct stemmed, stopword-free lexemes (the english text search configuration)."""
+    row = conn.execute(
+        "SELECT coalesce(array_agg(DISTINCT lexeme), '{}') FROM unnest(to_tsvector('english', %s))", (query,)
+    ).fetchone()
+    return list(row[0]) if row else []
+
+
 def lexical_hits(conn: psycopg.Connection, query: str, filters: SearchFilters, limit: int) -> list[ChunkHit]:
-    """Any-term (OR) full-text match ranked by cover density: natural questions rarely contain every term."""
+    """BM25 over the full-text index: any query term may match (natural questions rarely contain every
+    term), and rare terms count more than common ones (inverse document frequency over what the asker can
+    see). PostgreSQL's own ts_rank has no IDF, which on conversational memories ranks filler words as
+    highly as names and topics."""
+    lexemes = query_lexemes(conn, query)
+    if not lexemes:
+        return []
     where, params = _where(filters)
-    params.update(query=query, limit=limit)
+    # Document frequencies count content only: a memory's context repeats its neighbours' words.
+    counts = ", ".join(
+        f"count(*) FILTER (WHERE c.search_vector @@ to_tsquery('simple', quote_literal(%(lx{i})s) || ':A'))"
+        for i in range(len(lexemes))
+    )
+    params.update({f"lx{i}": lexeme for i, lexeme in enumerate(lexemes)})
+    stats = conn.execute(
+        f"SELECT count(*), coalesce(avg(length(ts_filter(c.search_vector, '{{a}}'))), 1), {counts} "
+        f"FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id WHERE {where}",
+        params,
+    ).fetchone()
+    total, avgdl, frequencies = int(stats[0]), float(stats[1]) or 1.0, stats[2:]
+    idf = [math.log(1.0 + (total - df + 0.5) / (df + 0.5)) for df in frequencies]
+    params.update(
+        lex=lexemes, idf=idf, limit=limit, k1=BM25_K1, b=BM25_B, avgdl=max(avgdl, 1.0),
+        ctx=CONTEXT_TERM_WEIGHT,
+        any_term=" | ".join("'" + lexeme.replace("'", "''") + "'" for lexeme in lexemes),
+    )
     rows = conn.execute(
-        "WITH q AS (SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) AS tsq "
-        "           FROM unnest(to_tsvector('english', %(query)s)) AS t) "
-        "SELECT c.id, c.document_id, c.chunk_index, ts_rank_cd(c.search_vector, q.tsq, 1) AS rank "
-        "FROM q, memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
-        f"WHERE q.tsq IS NOT NULL AND c.search_vector @@ q.tsq AND {where} "
-        "ORDER BY rank DESC, c.id LIMIT %(limit)s",
+        "SELECT c.id, c.document_id, c.chunk_index, "
+        "  (SELECT sum(t.idf * CASE WHEN c.search_vector @@ to_tsquery('simple', quote_literal(t.lex) "
+        "                      || ':A') THEN 1.0 ELSE %(ctx)s END) "
+        "   FROM unnest(%(lex)s::text[], %(idf)s::float8[]) AS t(lex, idf) "
+        "   WHERE c.search_vector @@ to_tsquery('simple', quote_literal(t.lex))) "
+        "  * (%(k1)s + 1) "
+        "  / (1 + %(k1)s * (1 - %(b)s + %(b)s * length(ts_filter(c.search_vector, '{a}')) / %(avgdl)s)) "
+        "  AS score "
+        "FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
+        f"WHERE c.search_vector @@ to_tsquery('simple', %(any_term)s) AND {where} "
+        "ORDER BY score DESC, c.id LIMIT %(limit)s",
         params,
     ).fetchall()
     return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3])) for r in rows]
@@ -92,20 +137,34 @@ def fetch_documents(conn: psycopg.Connection, document_ids: Sequence[str]) -> di
     return {str(r[0]): MemoryRecord.from_row(r) for r in rows}
 
 
-def fetch_chunks(conn: psycopg.Connection, chunk_ids: Sequence[str]) -> dict[str, tuple[str, np.ndarray]]:
-    """chunk id → (content, embedding) for the candidates that reach reranking and dedup."""
+def fetch_chunks(
+    conn: psycopg.Connection, chunk_ids: Sequence[str], query_vector: np.ndarray
+) -> dict[str, tuple[str, float]]:
+    """chunk id → (content, cosine similarity to the query), computed by the server: no vectors travel."""
     if not chunk_ids:
         return {}
     rows = conn.execute(
-        "SELECT id, content, embedding FROM memory_chunks WHERE id = ANY(%s::uuid[])", (list(chunk_ids),)
+        "SELECT id, content, 1 - (embedding <=> %s) FROM memory_chunks WHERE id = ANY(%s::uuid[])",
+        (query_vector, list(chunk_ids)),
     ).fetchall()
-    return {str(r[0]): (r[1], as_array(r[2])) for r in rows}
+    return {str(r[0]): (r[1], float(r[2])) for r in rows}
 
 
 def as_array(value) -> np.ndarray:
     """pgvector returns `Vector` objects (newer releases) or numpy arrays (older ones)."""
     to_numpy = getattr(value, "to_numpy", None)
     return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32)
+
+
+def fetch_embeddings(conn: psycopg.Connection, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+    """chunk id → stored embedding, in binary (parsing 384 floats from text per row is the slow part)."""
+    if not chunk_ids:
+        return {}
+    with conn.cursor(binary=True) as cur:
+        rows = cur.execute(
+            "SELECT id, embedding FROM memory_chunks WHERE id = ANY(%s::uuid[])", (list(chunk_ids),)
+        ).fetchall()
+    return {str(r[0]): as_array(r[1]) for r in rows}
 
 
 def neighbour_chunks(conn: psycopg.Connection, document_id: str, chunk_index: int) -> list[tuple[int, str]]:

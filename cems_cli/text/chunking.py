@@ -26,6 +26,11 @@ def chunk_text(text: str, size: int = CHUNK_TOKENS, overlap_ratio: float = OVERL
     return chunks
 
 
+def index_text(chunk: str, context: str | None) -> str:
+    """What gets embedded for a chunk: the chunk, followed by its memory's context when there is one."""
+    return f"{chunk}\n{context}" if context else chunk
+
+
 def _decode_clean(enc, tokens: list[int]) -> str:
     # A window may cut a multi-byte character in half; drop the broken bytes at its edges.
     return enc.decode_bytes(tokens).decode("utf-8", errors="ignore").strip()

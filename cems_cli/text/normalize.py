@@ -29,7 +29,21 @@ def clean_text(text: str | bytes) -> str:
     return text
 
 
-def content_hash(text: str) -> str:
-    """Dedup key: whitespace-folded, case-preserving SHA-256 of the stored text."""
+MAX_CONTEXT_CHARS = 2000
+
+
+def content_hash(text: str, context: str | None = None) -> str:
+    """Dedup key: whitespace-folded, case-preserving SHA-256 of the stored text (and its context: the same
+    words said in two different situations are two memories)."""
     folded = " ".join(text.split())
+    if context:
+        folded += "\x00" + " ".join(context.split())
     return hashlib.sha256(folded.encode("utf-8")).hexdigest()
+
+
+def clean_context(context: str | None) -> str | None:
+    """Context is optional and capped: it should situate a memory, not outweigh it in the index."""
+    if context is None:
+        return None
+    text = " ".join(context.replace("\x00", "").split())
+    return text[:MAX_CONTEXT_CHARS] or None

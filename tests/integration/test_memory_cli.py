@@ -207,3 +207,23 @@ def test_long_memories_are_chunked_and_found_by_a_late_passage(cli):
     top = cli("search", "how often is the database password rotated", "--json").json()["results"][0]
     assert top["id"] == memory_id
     assert "ninety days" in top["snippet"]
+
+
+def test_context_is_searchable_but_not_content(cli):
+    answer = cli(
+        "remember",
+        "Five years already, time flies!",
+        "--context",
+        "Melanie: How long have you and your husband been married?",
+        "--json",
+    ).json()
+    other = cli(
+        "remember", "Five years already, time flies!", "--context", "How old is the dog?", "--json"
+    ).json()
+    assert answer["created"] and other["created"] and other["id"] != answer["id"]
+    shown = cli("show", answer["id"], "--json").json()
+    assert shown["content"] == "Five years already, time flies!"
+    assert shown["context"] == "Melanie: How long have you and your husband been married?"
+    top = cli("search", "how long has she been married?", "--json").json()["results"][0]
+    assert top["id"] == answer["id"]
+    assert top["content"] == "Five years already, time flies!"
