@@ -1,31 +1,12 @@
 #!/usr/bin/env python3
-"""Claude Code PostToolUse / PostToolUseFailure hook: capture tool events into the CEMS spool.
-Thin entry point: see cems_cli.hookhandlers.post_tool_use.
+"""Claude Code PostToolUse / PostToolUseFailure hook: capture what a tool did.
 
-Runs with any interpreter that has cems installed, or straight from a source checkout / the wheel's
-cems_cli/_data/hooks/ copy, where it finds the package next to itself.
-"""
+Logic: cems_cli.hookhandlers.post_tool_use (bootstrap: _entry.py beside this file)."""
 
 import os
 import sys
 
-try:
-    from cems_cli.hookhandlers.post_tool_use import main
-except ImportError:
-    _here = os.path.dirname(os.path.realpath(__file__))
-    # Source checkout: <repo>/hooks/ → <repo>. Wheel: site-packages/cems_cli/_data/hooks/ → site-packages.
-    for _root in (os.path.dirname(_here), os.path.dirname(os.path.dirname(os.path.dirname(_here)))):
-        if os.path.isfile(os.path.join(_root, "cems_cli", "__init__.py")):
-            sys.path.insert(0, _root)
-            break
-    try:
-        from cems_cli.hookhandlers.post_tool_use import main
-    except Exception:
-        # No usable cems: drain stdin (Claude Code expects it read) and fail open.
-        try:
-            sys.stdin.buffer.read()
-        except Exception:
-            pass
-        sys.exit(0)
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from _entry import run  # noqa: E402
 
-sys.exit(main())
+run("post_tool_use")
