@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from cems_cli.cli import admin, memory
+from cems_cli.cli import admin, evaluation, hooks, memory, observer, rules, transfer
 
 app = typer.Typer(
     name="cems",
@@ -15,25 +15,8 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-memory.register(app)
-admin.register(app)
-
-
-def _register_optional_groups() -> None:
-    # Command groups that other parts of CEMS contribute; each registers itself when present.
-    import importlib
-
-    for name in ("rules", "hooks", "observer", "evaluation"):
-        try:
-            module = importlib.import_module(f"cems_cli.cli.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"cems_cli.cli.{name}":
-                raise
-            continue
-        module.register(app)
-
-
-_register_optional_groups()
+for group in (memory, rules, transfer, admin, hooks, observer, evaluation):
+    group.register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -322,7 +322,7 @@ def _rerank(
     from cems_cli.retrieval.rerank_blend import best_snippet, blend_rerank
     from cems_cli.retrieval.understand import query_terms
 
-    backend = settings.rerank_backend
+    backend = settings.resolved_rerank_backend
     head, tail = fused[: settings.rerank_input_limit], fused[settings.rerank_input_limit :]
     scores: dict[str, float] | None = None
     if backend == "embedding":
