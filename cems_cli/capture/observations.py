@@ -1,0 +1,583 @@
+"""From transcript lines to observations: a session cut into chunks, each chunk's digest, LLM extraction.
+
+A *chunk* is one user request and the work that followed it: it opens at a prompt and closes at the next
+prompt that follows some activity, when the session id changes, when it grows past the size limits (a long
+turn becomes several chunks), or when the caller flushes it (session idle, file truncated or gone).
+
+Chunk boundaries depend only on the transcript's content, never on when or in how many pieces it was read,
+and the open chunk (the builder's state) round-trips through JSON exactly. That is what lets the observer
+commit its state with each file offset and resume after a crash with the same result as one clean pass.
+
+Everything kept is cleaned when it is captured (`<private>` blocks dropped, secrets redacted, clipped), so
+the pending state and the LLM backlog stored in the database never hold what a memory may not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cems_cli.capture.transcript import AssistantText, Line, Prompt, ToolCall, ToolOutput
+from cems_cli.project import project_for_dir
+from cems_cli.text.redact import redact_secrets, strip_private
+
+SOURCE = "observer"
+# Sessions started by CEMS itself (an extraction request that reaches a Claude Code based endpoint, a tool
+# that runs `claude -p` for CEMS) carry this marker in their first prompt; the observer ignores any
+# transcript that contains it in a user prompt, so CEMS never learns from its own LLM calls.
+NO_OBSERVE_MARKER = "<cems:no-observe/>"
+STATE_VERSION = 1
+LLM_CATEGORIES = ("context", "learnings", "decisions", "patterns")
+
+_CHANGE_TOOLS = {
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "Write": "file_path",
+    "NotebookEdit": "notebook_path",
+}
+_MAX_LIST = {"prompts": 3, "changed": 15, "read": 10, "commands": 10, "errors": 5, "learnings": 3}
+_MAX_OPEN_TOOLS = 64
+_MAX_FAILING = 16
+_SLACK = 512  # extra characters redacted past a clip point, so a secret cut in half is still recognised
+
+_FAILURE = re.compile(
+    r"Traceback \(most recent call last\)|^FAILED |\b\d+ failed\b|^fatal: |^error(?:\[\w+\])?: ", re.M
+)
+_ERROR_LINE = re.compile(
+    r"\w*(?:Error|Exception)\b|FAILED|\bfailed\b|fatal:|error|No such file|not found|"
+    r"denied|cannot|Cannot",
+    re.I,
+)
+_EXIT_CODE = re.compile(r"^Exit code \d+\s*$")
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
+_SUBCOMMAND_TOOLS = frozenset("npm yarn pnpm npx bun cargo go make uv poetry git docker kubectl pip".split())
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass
+class Observation:
+    """A memory-to-be: what MemoryService.prepare needs, with the transcript's time of the activity."""
+
+    text: str
+    category: str
+    tags: list[str]
+    project: str | None
+    title: str | None = None
+    created_at: str | None = None  # ISO-8601 from the transcript
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Observation:
+        return cls(**data)
+
+
+@dataclass
+class Chunk:
+    """A closed chunk: its rendering for an LLM and its deterministic digest observations."""
+
+    session_id: str
+    project: str | None
+    branch: str
+    first_at: str
+    last_at: str
+    text: str
+    observations: list[Observation]
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["observations"] = [o.to_json() for o in self.observations]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Chunk:
+        values = dict(data)
+        values["observations"] = [Observation.from_json(o) for o in data.get("observations", [])]
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class Limits:
+    chunk_max_chars: int = 8000
+    chunk_max_tools: int = 40
+
+
+# --------------------------------------------------------------------------- cleaning
+
+
+def clip(text: str, limit: int, *, one_line: bool = True) -> str:
+    """`text` as it may be kept: private blocks dropped, secrets redacted, at most `limit` characters."""
+    text = strip_private(text.replace("\x00", ""))
+    if len(text) > limit + _SLACK:
+        text = text[: limit + _SLACK]
+    text = redact_secrets(text)
+    text = " ".join(text.split()) if one_line else text.strip()
+    if len(text) > limit:
+        text = text[: max(limit - 1, 0)].rstrip() + "…"
+    # json.loads turns "\ud800" escapes into lone surrogates, which PostgreSQL cannot store.
+    return text.encode("utf-8", errors="replace").decode("utf-8")
+
+
+def _relative(path: str, cwd: str) -> str:
+    if cwd and path.startswith(cwd.rstrip("/") + "/"):
+        return path[len(cwd.rstrip("/")) + 1 :]
+    return path
+
+
+def command_key(command: str) -> str:
+    """What identifies a command across retries: the program (and its subcommand for tools like npm or
+    git), after `cd …&&` prefixes and environment assignments. `pytest -q tests/x.py` → `pytest`."""
+    segment = command.split("&&")[-1].split("|")[0].strip()
+    words = [w for w in segment.split() if not _ENV_ASSIGN.match(w)]
+    if not words:
+        return ""
+    program = words[0].rsplit("/", 1)[-1]
+    if program in ("python", "python3") and len(words) > 2 and words[1] == "-m":
+        return f"python -m {words[2]}"
+    if program in _SUBCOMMAND_TOOLS and len(words) > 1 and not words[1].startswith("-"):
+        return f"{program} {words[1]}"
+    return program
+
+
+def error_line(text: str) -> str:
+    """The most telling line of a failed tool's output."""
+    lines = [
+        line.strip() for line in text.splitlines() if line.strip() and not _EXIT_CODE.match(line.strip())
+    ]
+    for line in lines:
+        if _ERROR_LINE.search(line):
+            return line
+    return lines[0] if lines else "failed"
+
+
+# --------------------------------------------------------------------------- the open chunk
+
+
+@dataclass
+class _Open:
+    """State of the chunk being gathered; plain JSON types only (it is stored with the file offset)."""
+
+    session_id: str = ""
+    cwd: str = ""
+    project: str | None = None
+    branch: str = ""
+    sidechain: bool = False
+    first_at: str = ""
+    last_at: str = ""
+    continued: bool = False
+    active: bool = False  # anything beyond prompts happened
+    prompts: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    read: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    learnings: list[str] = field(default_factory=list)
+    more: dict[str, int] = field(default_factory=dict)  # items past a list's cap
+    tool_counts: dict[str, int] = field(default_factory=dict)
+    tools: int = 0
+    changes: int = 0  # file-changing tool calls, the evidence that a failure was fixed
+    message_id: str = ""
+    message_text: str = ""
+    message_seen: list[str] = field(default_factory=list)  # digests of blocks already taken from it
+    conclusion: str = ""
+    open_tools: dict[str, list[str]] = field(default_factory=dict)  # tool id → [name, label]
+    failing: dict[str, list[Any]] = field(default_factory=dict)  # command key → [command, error, changes]
+    render: list[str] = field(default_factory=list)
+    render_chars: int = 0
+
+    def add(self, list_name: str, item: str) -> None:
+        items: list[str] = getattr(self, list_name)
+        if not item or item in items:
+            return
+        if len(items) >= _MAX_LIST[list_name]:
+            self.more[list_name] = self.more.get(list_name, 0) + 1
+            return
+        items.append(item)
+
+    def note(self, line: str) -> None:
+        self.render.append(line)
+        self.render_chars += len(line) + 1
+
+
+class ChunkBuilder:
+    """Folds a file's lines into closed chunks; `state()`/`ChunkBuilder(state=…)` persist what is open."""
+
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        state: dict[str, Any] | None = None,
+        ignore_under: Path | None = None,
+    ) -> None:
+        self.limits = limits or Limits()
+        self._ignore_under = str(ignore_under.resolve()) if ignore_under else None
+        self.ignored: str | None = None
+        self._open: _Open | None = None
+        if state and state.get("v") == STATE_VERSION:
+            self.ignored = state.get("ignored")
+            if state.get("open"):
+                self._open = _Open(**state["open"])
+
+    # -- persistence
+
+    def state(self) -> dict[str, Any] | None:
+        if self._open is None and self.ignored is None:
+            return None
+        return {
+            "v": STATE_VERSION,
+            "ignored": self.ignored,
+            "open": asdict(self._open) if self._open else None,
+        }
+
+    @property
+    def has_open(self) -> bool:
+        return self._open is not None
+
+    # -- folding
+
+    def feed(self, line: Line) -> list[Chunk]:
+        if self.ignored or not line.events:
+            return []
+        reason = self._ignore_reason(line)
+        if reason:
+            self.ignored, self._open = reason, None
+            return []
+        closed: list[Chunk] = []
+        if (
+            self._open
+            and line.session_id
+            and self._open.session_id
+            and line.session_id != self._open.session_id
+        ):
+            closed.extend(self._close())
+        for event in line.events:
+            if isinstance(event, Prompt):
+                if self._open and self._open.active:
+                    closed.extend(self._close())
+                chunk = self._open or self._start(line, continued=False)
+                chunk.add("prompts", clip(event.text, 1000))
+                chunk.note(f"User: {clip(event.text, 2000, one_line=False)}")
+            else:
+                chunk = self._open or self._start(line, continued=True)
+                chunk.active = True
+                if isinstance(event, AssistantText):
+                    self._assistant_text(chunk, event)
+                elif isinstance(event, ToolCall):
+                    self._tool_call(chunk, event)
+                elif isinstance(event, ToolOutput):
+                    self._tool_output(chunk, event)
+            chunk.last_at = line.timestamp or chunk.last_at
+            chunk.first_at = chunk.first_at or line.timestamp
+            chunk.branch = chunk.branch or line.branch
+            if (
+                chunk.render_chars >= self.limits.chunk_max_chars
+                or chunk.tools >= self.limits.chunk_max_tools
+            ):
+                closed.extend(self._split())
+        return closed
+
+    def flush(self) -> list[Chunk]:
+        """Close the open chunk now (the session went idle, or its file was truncated or removed)."""
+        return self._close()
+
+    def _ignore_reason(self, line: Line) -> str | None:
+        if self._ignore_under and line.cwd:
+            cwd = line.cwd.rstrip("/")
+            if cwd == self._ignore_under or cwd.startswith(self._ignore_under + "/"):
+                return "its working directory is inside CEMS_HOME"
+        for event in line.events:
+            if isinstance(event, Prompt) and NO_OBSERVE_MARKER in event.text:
+                return f"it carries the {NO_OBSERVE_MARKER} marker"
+        return None
+
+    def _start(self, line: Line, *, continued: bool) -> _Open:
+        self._open = _Open(
+            session_id=line.session_id,
+            cwd=line.cwd,
+            branch=line.branch,
+            project=project_for_dir(line.cwd) if line.cwd else None,
+            sidechain=line.sidechain,
+            continued=continued,
+        )
+        return self._open
+
+    def _assistant_text(self, chunk: _Open, event: AssistantText) -> None:
+        if event.message_id != chunk.message_id or not event.message_id:
+            self._finish_message(chunk)
+            chunk.message_id = event.message_id
+        # Some versions repeat a response's blocks on later lines of the same message: take each once.
+        seen = hashlib.blake2b(event.text.encode("utf-8", "replace"), digest_size=8).hexdigest()
+        if seen in chunk.message_seen:
+            return
+        chunk.message_seen.append(seen)
+        text = clip(event.text, 1500, one_line=False)
+        chunk.message_text = clip(f"{chunk.message_text}\n{text}".strip(), 1500, one_line=False)
+        chunk.note(f"Assistant: {text}")
+
+    def _finish_message(self, chunk: _Open) -> None:
+        if chunk.message_text:
+            chunk.conclusion = chunk.message_text
+        chunk.message_text, chunk.message_seen = "", []
+
+    def _tool_call(self, chunk: _Open, event: ToolCall) -> None:
+        if event.tool_id and event.tool_id in chunk.open_tools:
+            return  # the same call written twice
+        chunk.tools += 1
+        chunk.tool_counts[event.name] = chunk.tool_counts.get(event.name, 0) + 1
+        label = self._tool_label(chunk, event)
+        if event.tool_id:
+            chunk.open_tools[event.tool_id] = [event.name, label]
+            while len(chunk.open_tools) > _MAX_OPEN_TOOLS:
+                chunk.open_tools.pop(next(iter(chunk.open_tools)))
+        chunk.note(f"Tool {event.name}: {label}" if label else f"Tool {event.name}")
+
+    def _tool_label(self, chunk: _Open, event: ToolCall) -> str:
+        data = event.input
+        if event.name in _CHANGE_TOOLS:
+            path = clip(_relative(str(data.get(_CHANGE_TOOLS[event.name]) or ""), chunk.cwd), 200)
+            chunk.changes += 1
+            chunk.add("changed", path)
+            return path
+        if event.name == "Read":
+            path = clip(_relative(str(data.get("file_path") or ""), chunk.cwd), 200)
+            chunk.add("read", path)
+            return path
+        if event.name == "Bash":
+            command = clip(str(data.get("command") or ""), 200)
+            chunk.add("commands", command)
+            return command
+        for key in ("pattern", "query", "url", "description", "prompt", "path"):
+            value = data.get(key)
+            if isinstance(value, str) and value.strip():
+                return clip(value, 200)
+        return ""
+
+    def _tool_output(self, chunk: _Open, event: ToolOutput) -> None:
+        name, label = chunk.open_tools.pop(event.tool_id, ["tool", ""])
+        failed = event.is_error or (name == "Bash" and _FAILURE.search(event.text) is not None)
+        if failed:
+            message = clip(error_line(event.text), 240)
+            chunk.add("errors", f"{label or name}: {message}" if label else message)
+            chunk.note(f"Error: {clip(event.text, 600, one_line=False)}")
+            if name == "Bash" and label:
+                key = command_key(label)
+                if key and key not in chunk.failing and len(chunk.failing) < _MAX_FAILING:
+                    chunk.failing[key] = [label, message, chunk.changes, len(chunk.changed)]
+            return
+        if name == "Bash" and label:
+            self._maybe_learning(chunk, label)
+        if name in _CHANGE_TOOLS or name == "Read":
+            return  # file contents and edit confirmations: the path in the tool line says enough
+        if event.text.strip():
+            chunk.note(f"Result: {clip(event.text, 400, one_line=False)}")
+
+    def _maybe_learning(self, chunk: _Open, command: str) -> None:
+        """A command that failed, then passed after files were changed: a fix worth remembering."""
+        key = command_key(command)
+        failure = chunk.failing.pop(key, None)
+        if failure is None:
+            return
+        first_command, error, changes_then, changed_index = failure
+        if chunk.changes <= changes_then:
+            return  # passed again without a change: flaky or environmental, not evidence of a fix
+        files = chunk.changed[changed_index:] or chunk.changed[-3:]
+        where = f" in {chunk.project}" if chunk.project else ""
+        fix = f" after changes to {', '.join(files[:5])}" if files else " after code changes"
+        chunk.add("learnings", f'`{first_command}` failed{where} with "{error}"; it passed{fix}.')
+
+    # -- closing
+
+    def _split(self) -> list[Chunk]:
+        previous = self._open
+        closed = self._close()
+        if previous is not None:
+            # The rest of the turn continues under the same request.
+            self._open = _Open(
+                session_id=previous.session_id,
+                cwd=previous.cwd,
+                project=previous.project,
+                branch=previous.branch,
+                sidechain=previous.sidechain,
+                continued=True,
+                prompts=list(previous.prompts),
+                open_tools=dict(previous.open_tools),
+                failing=dict(previous.failing),
+            )
+        return closed
+
+    def _close(self) -> list[Chunk]:
+        chunk, self._open = self._open, None
+        if chunk is None:
+            return []
+        self._finish_message(chunk)
+        if not chunk.active and (not chunk.prompts or all(p.startswith("/") for p in chunk.prompts)):
+            return []  # a bare slash command (/clear, /cost…) or nothing at all
+        return [
+            Chunk(
+                session_id=chunk.session_id,
+                project=chunk.project,
+                branch=chunk.branch,
+                first_at=chunk.first_at,
+                last_at=chunk.last_at,
+                text=_render(chunk),
+                observations=_digest(chunk),
+            )
+        ]
+
+
+# --------------------------------------------------------------------------- digests
+
+
+def session_tags(session_id: str, branch: str = "") -> list[str]:
+    tags = [f"session:{session_id}"] if session_id else []
+    if branch:
+        tags.append(f"branch:{branch}")
+    return tags
+
+
+def _when(first_at: str, last_at: str) -> str:
+    def short(stamp: str) -> str:
+        return stamp[:16].replace("T", " ") if len(stamp) >= 16 else stamp
+
+    start, end = short(first_at), short(last_at)
+    if not start:
+        return ""
+    if end and end != start:
+        end = end[11:] if end[:10] == start[:10] else end
+        return f"{start}–{end} UTC"
+    return f"{start} UTC"
+
+
+def _listing(chunk: _Open, name: str, *, code: bool = False) -> str:
+    items: list[str] = getattr(chunk, name)
+    shown = "; ".join(f"`{i}`" for i in items) if code else ", ".join(items)
+    extra = chunk.more.get(name, 0)
+    return f"{shown} (+{extra} more)" if extra else shown
+
+
+def _digest(chunk: _Open) -> list[Observation]:
+    session = chunk.session_id[:8] or "unknown"
+    where = f" in {chunk.project}" if chunk.project else ""
+    branch = f" on branch {chunk.branch}" if chunk.branch else ""
+    when = _when(chunk.first_at, chunk.last_at)
+    kind = "Claude Code subagent" if chunk.sidechain else "Claude Code session"
+    parts = [f"{kind} {session}{where}{branch}" + (f", {when}." if when else ".")]
+    if chunk.prompts:
+        asked = " / ".join(chunk.prompts)
+        parts.append(f"{'Continuing the request' if chunk.continued else 'The user asked'}: {asked}")
+    elif chunk.continued:
+        parts.append("Continued work from the previous request.")
+    if chunk.changed:
+        parts.append(f"Files changed: {_listing(chunk, 'changed')}.")
+    if chunk.read:
+        parts.append(f"Files read: {_listing(chunk, 'read')}.")
+    if chunk.commands:
+        parts.append(f"Commands run: {_listing(chunk, 'commands', code=True)}.")
+    if chunk.errors:
+        parts.append(f"Errors seen: {'; '.join(chunk.errors)}.")
+    others = {
+        k: v for k, v in chunk.tool_counts.items() if k not in _CHANGE_TOOLS and k not in ("Read", "Bash")
+    }
+    if others:
+        parts.append("Other tools: " + ", ".join(f"{k} ×{v}" for k, v in sorted(others.items())) + ".")
+    if chunk.conclusion:
+        parts.append(f"Assistant's conclusion: {clip(chunk.conclusion, 600)}")
+    tags = session_tags(chunk.session_id, chunk.branch)
+    topic = chunk.prompts[0] if chunk.prompts else (chunk.changed[0] if chunk.changed else "work")
+    observations = [
+        Observation(
+            text="\n".join(parts),
+            category="context",
+            tags=tags,
+            project=chunk.project,
+            title=clip(f"Session {session}: {topic}", 80),
+            created_at=chunk.last_at or None,
+        )
+    ]
+    for learning in chunk.learnings:
+        observations.append(
+            Observation(
+                text=learning,
+                category="learnings",
+                tags=tags,
+                project=chunk.project,
+                title=clip(f"Fix: {learning}", 80),
+                created_at=chunk.last_at or None,
+            )
+        )
+    return observations
+
+
+def _render(chunk: _Open) -> str:
+    head = f"## Session {chunk.session_id or 'unknown'}"
+    if chunk.project:
+        head += f" in {chunk.project}"
+    if chunk.branch:
+        head += f" (branch {chunk.branch})"
+    when = _when(chunk.first_at, chunk.last_at)
+    if when:
+        head += f", {when}"
+    if chunk.continued and chunk.prompts:
+        head += f"\n(continuing the request: {chunk.prompts[-1]})"
+    return "\n".join([head, *chunk.render])
+
+
+# --------------------------------------------------------------------------- LLM extraction
+
+EXTRACTION_SYSTEM = """You turn a coding agent's session transcript into long-term memories for its developer.
+Answer with one JSON object: {"observations": [{"category": "...", "title": "...", "text": "..."}]}.
+Categories:
+- context: what was worked on and what came of it (the goal, the files and commands involved, the outcome).
+- learnings: a problem and its verified cause or fix, only when the transcript shows it.
+- decisions: a choice that was made and why, only when the reason is stated.
+- patterns: a convention or habitual way of working in this project, only when it is clear.
+Each text is one self-contained factual statement of at most 400 characters that names the project, files,
+commands or errors involved, so a later search finds it. No speculation, no advice, no chit-chat.
+Return at most 8 observations; return {"observations": []} when nothing is worth remembering."""
+
+_MAX_OBSERVATIONS = 8
+
+
+def extraction_prompt(chunks: list[Chunk]) -> str:
+    body = "\n\n".join(chunk.text for chunk in chunks)
+    # The marker makes a transcript of this very request (if the endpoint is itself Claude Code) unobserved.
+    return f"{NO_OBSERVE_MARKER}\nTranscript excerpt:\n\n{body}"
+
+
+def parse_extraction(answer: dict[str, Any] | None, chunks: list[Chunk]) -> list[Observation] | None:
+    """Observations from the model's answer; None when the answer is not in the asked shape (a failure)."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("observations"), list):
+        return None
+    last = chunks[-1]
+    tags: list[str] = []
+    for chunk in chunks:
+        for tag in session_tags(chunk.session_id, chunk.branch):
+            if tag not in tags:
+                tags.append(tag)
+    found: list[Observation] = []
+    for item in answer["observations"][:_MAX_OBSERVATIONS]:
+        if not isinstance(item, dict):
+            continue
+        text = item.get("text")
+        category = str(item.get("category") or "context").strip().lower()
+        if not isinstance(text, str) or not text.strip():
+            continue
+        if category not in LLM_CATEGORIES:
+            category = "context"
+        title = item.get("title")
+        found.append(
+            Observation(
+                text=clip(text, 1000),
+                category=category,
+                tags=list(tags),
+                project=last.project,
+                title=clip(title, 80) if isinstance(title, str) and title.strip() else None,
+                created_at=last.last_at or None,
+            )
+        )
+    return found

@@ -1,0 +1,303 @@
+"""Running the observer: one instance per CEMS_HOME (pid file), detaching, signals, the watch loop, stop.
+
+The pid file is also a lock (flock): the kernel drops it when the process dies, even by SIGKILL, so a
+stale pid file never blocks a restart and "is it running?" never trusts a recycled pid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from cems_cli.capture.observer import Observer, RunReport, llm_for
+from cems_cli.capture.observer_settings import ObserverSettings
+from cems_cli.config import Settings
+
+log = logging.getLogger("cems.observer")
+
+PID_FILE = "observer.pid"
+LOG_FILE = "observer.log"
+_LOG_ROTATE_BYTES = 10 * 1024 * 1024
+_WATCH_STEP_MS = 250  # how often the watcher looks for a stop request: 4 wake-ups/s, ~0.05% of a core
+
+
+class AlreadyRunning(RuntimeError):
+    def __init__(self, pid: int | None) -> None:
+        super().__init__(
+            f"the observer is already running (pid {pid})" if pid else "the observer is already running"
+        )
+        self.pid = pid
+
+
+class DaemonError(RuntimeError):
+    """The detached observer did not come up; the message says why (from its log)."""
+
+
+# --------------------------------------------------------------------------- pid file
+
+
+class PidLock:
+    def __init__(self, home: Path) -> None:
+        self.path = home / PID_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        # A few tries: `holder()` in another process takes a shared lock for a moment to look.
+        for attempt in range(20):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if attempt == 19:
+                    os.close(fd)
+                    raise AlreadyRunning(holder(self.path.parent)) from None
+                time.sleep(0.02)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            # Emptied, not removed: removing it would let a waiter lock an inode nobody else sees.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            os.close(self._fd)  # closing drops the lock
+            self._fd = None
+
+
+def holder(home: Path) -> int | None:
+    """The pid of the running observer, or None."""
+    path = home / PID_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            for _ in range(50):  # the owner writes its pid right after locking
+                text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                if text.isdigit():
+                    return int(text)
+                time.sleep(0.01)
+            return -1
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------- running
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handled = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    previous = {sig: signal.getsignal(sig) for sig in handled}
+
+    def request_stop(signum: int, _frame: object) -> None:
+        log.info("observer: %s received, stopping", signal.Signals(signum).name)
+        stop.set()
+
+    for sig in handled:
+        signal.signal(sig, request_stop)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run(
+    settings: Settings,
+    observer_settings: ObserverSettings,
+    *,
+    once: bool = False,
+    stop: threading.Event | None = None,
+) -> RunReport:
+    """Observe until stopped (or one pass with `once`); AlreadyRunning if another observer holds the lock."""
+    from cems_cli.service import MemoryService
+
+    lock = PidLock(settings.home)
+    lock.acquire()
+    stop = stop or threading.Event()
+    service = MemoryService(settings)
+    try:
+        with _stop_on_signals(stop):
+            llm = (
+                llm_for(observer_settings, settings.llm_base_url, settings.llm_api_key, settings.llm_model)
+                if settings.llm_configured
+                else None
+            )
+            observer = Observer(service, observer_settings, llm, stop=stop)
+            log.info(
+                "observer: pid %d watching %s (%s)",
+                os.getpid(),
+                ", ".join(map(str, observer.roots)),
+                "LLM extraction" if llm else "digests",
+            )
+            total = observer.sync()
+            _log_report(total)
+            if not once:
+                _watch(observer, observer_settings, stop, total)
+            return total
+    finally:
+        service.close()
+        lock.release()
+
+
+def _watch(observer: Observer, settings: ObserverSettings, stop: threading.Event, total: RunReport) -> None:
+    """Sleep in the kernel until a transcript changes or a tick is due; handle it; repeat."""
+    from watchfiles import watch
+
+    tick = settings.observer_tick_seconds
+    last_full = time.monotonic()
+    while not stop.is_set():
+        roots = [root for root in observer.roots if root.is_dir()]
+        if not roots:  # nothing to watch yet (Claude Code never ran): look again every tick
+            stop.wait(tick)
+            total.add(observer.sync([]))
+            continue
+        armed = False
+        try:
+            for changes in watch(
+                *roots,
+                watch_filter=_is_transcript,
+                step=_WATCH_STEP_MS,
+                rust_timeout=max(int(tick * 1000), 1),
+                yield_on_timeout=True,
+                stop_event=stop,
+                raise_interrupt=False,
+                ignore_permission_denied=True,
+            ):
+                # The watcher is armed only once the generator runs: what changed between the last full pass
+                # and now raised no event, so the first wake-up of every watch is a full pass (files that did
+                # not change cost a stat). Later full passes are the safety net for events the OS dropped.
+                if not armed or time.monotonic() - last_full >= settings.observer_rescan_seconds:
+                    report = observer.sync()
+                    armed, last_full = True, time.monotonic()
+                else:
+                    report = observer.sync({Path(path) for _change, path in changes})
+                _log_report(report)
+                total.add(report)
+                if [root for root in observer.roots if root.is_dir()] != roots:
+                    break  # a root appeared or vanished: watch the new set
+        except (OSError, RuntimeError) as error:  # a watched folder removed, inotify limits…
+            log.warning("observer: watching failed (%s); retrying in %gs", error, tick)
+            stop.wait(tick)
+            total.add(observer.sync())
+
+
+def _is_transcript(_change: object, path: str) -> bool:
+    return path.endswith(".jsonl")
+
+
+def _log_report(report: RunReport) -> None:
+    if report.bytes_read or report.observations or report.extracted or report.errors:
+        log.info(
+            "observer: read %d bytes from %d files, %d lines (%d malformed), stored %d observations, "
+            "%d chunks for extraction, %d extractions%s",
+            report.bytes_read,
+            report.files_read,
+            report.lines,
+            report.malformed,
+            report.observations,
+            report.backlog,
+            report.extracted,
+            f", {len(report.errors)} errors" if report.errors else "",
+        )
+
+
+# --------------------------------------------------------------------------- detach / stop / status
+
+
+def start_detached(home: Path, timeout: float = 60.0) -> int:
+    """Start `cems observe` as a background process; its pid once it holds the lock."""
+    running = holder(home)
+    if running:
+        raise AlreadyRunning(running)
+    home.mkdir(parents=True, exist_ok=True)
+    log_path = home / LOG_FILE
+    if log_path.exists() and log_path.stat().st_size > _LOG_ROTATE_BYTES:
+        log_path.replace(log_path.with_suffix(".log.1"))
+    with open(log_path, "ab") as log_file:
+        process = subprocess.Popen(  # noqa: S603 - our own entry point
+            [sys.executable, "-m", "cems_cli.cli.app", "observe"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log_file,
+            start_new_session=True,
+            close_fds=True,
+            cwd="/",
+        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        code = process.poll()
+        if code is not None:
+            raise DaemonError(f"the observer exited at start (code {code}): {_log_tail(log_path)}")
+        if holder(home) == process.pid:
+            return process.pid
+        time.sleep(0.05)
+    raise DaemonError(f"the observer did not start within {timeout:g}s (log: {log_path})")
+
+
+def _log_tail(path: Path) -> str:
+    try:
+        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return f"see {path}"
+    return lines[-1] if lines else f"see {path}"
+
+
+def stop_running(home: Path, timeout: float = 15.0) -> dict[str, object]:
+    """SIGTERM the observer and wait for it to let go of the lock; SIGKILL after `timeout` (safe: every
+    commit is atomic)."""
+    pid = holder(home)
+    if not pid or pid < 0:
+        return {"running": False, "stopped": False, "pid": None}
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    if _wait_released(home, timeout):
+        return {"running": False, "stopped": True, "pid": pid, "forced": False}
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    _wait_released(home, 5.0)
+    return {"running": holder(home) is not None, "stopped": True, "pid": pid, "forced": True}
+
+
+def _wait_released(home: Path, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if holder(home) is None:
+            return True
+        time.sleep(0.05)
+    return holder(home) is None
+
+
+def status(settings: Settings, observer_settings: ObserverSettings) -> dict[str, object]:
+    from cems_cli.service import MemoryService
+
+    pid = holder(settings.home)
+    llm = (
+        llm_for(observer_settings, settings.llm_base_url, settings.llm_api_key, settings.llm_model)
+        if settings.llm_configured
+        else None
+    )
+    with MemoryService(settings) as service:
+        details = Observer(service, observer_settings, llm).status()
+    return {"running": pid is not None, "pid": pid if pid and pid > 0 else None, **details}

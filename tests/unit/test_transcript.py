@@ -1,0 +1,420 @@
+"""Transcript parsing and chunking without a database: lines from bytes, events from lines, chunks from
+events, digests and the LLM answer's validation."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from cems_cli.capture.observations import (
+    NO_OBSERVE_MARKER,
+    ChunkBuilder,
+    Limits,
+    clip,
+    command_key,
+    error_line,
+    parse_extraction,
+)
+from cems_cli.capture.transcript import (
+    AssistantText,
+    LineReader,
+    Malformed,
+    Prompt,
+    ToolCall,
+    ToolOutput,
+    parse_line,
+)
+
+SAMPLE = (
+    Path(__file__).resolve().parents[2].parent
+    / "shared"
+    / "fixtures"
+    / "claude-code"
+    / "sample-transcript.jsonl"
+)
+
+
+def sample_lines() -> list[bytes]:
+    return SAMPLE.read_bytes().splitlines()
+
+
+def record(
+    kind: str, content, *, session="s-1", message_id=None, ts="2026-03-02T09:00:00.000Z", **extra
+) -> bytes:
+    data = {
+        "type": kind,
+        "sessionId": session,
+        "cwd": "/home/dev/acme-api",
+        "gitBranch": "main",
+        "timestamp": ts,
+        **extra,
+    }
+    if kind == "assistant":
+        data["message"] = {"id": message_id or "msg_1", "role": "assistant", "content": content}
+    else:
+        data["message"] = {"role": "user", "content": content}
+    return json.dumps(data).encode()
+
+
+def prompt(text: str, **kw) -> bytes:
+    return record("user", text, **kw)
+
+
+def say(text: str, message_id: str = "msg_1", **kw) -> bytes:
+    return record("assistant", [{"type": "text", "text": text}], message_id=message_id, **kw)
+
+
+def call(tool_id: str, name: str, tool_input: dict, message_id: str = "msg_1", **kw) -> bytes:
+    return record(
+        "assistant",
+        [{"type": "tool_use", "id": tool_id, "name": name, "input": tool_input}],
+        message_id=message_id,
+        **kw,
+    )
+
+
+def result(tool_id: str, output: str, error: bool = False, **kw) -> bytes:
+    block = {"type": "tool_result", "tool_use_id": tool_id, "content": output}
+    if error:
+        block["is_error"] = True
+    return record("user", [block], **kw)
+
+
+def fold(lines: list[bytes], limits: Limits | None = None, flush: bool = True, **options):
+    builder = ChunkBuilder(limits, **options)
+    chunks = []
+    for raw in lines:
+        line = parse_line(raw)
+        if line is not None:
+            chunks.extend(builder.feed(line))
+    if flush:
+        chunks.extend(builder.flush())
+    return chunks
+
+
+# --------------------------------------------------------------------------- lines
+
+
+def test_line_reader_returns_only_complete_lines_and_resumes_where_it_stopped():
+    data = b'{"a": 1}\n{"b": 2}\n{"c": 3'
+    reader = LineReader(io.BytesIO(data), 0, max_line=1024, block=4)  # lines span read blocks
+    assert [(line.data, line.end) for line in reader] == [(b'{"a": 1}', 9), (b'{"b": 2}', 18)]
+    assert reader.position == 18  # the unfinished third line is left for the next read
+    resumed = LineReader(io.BytesIO(data + b"}\n"), reader.position, max_line=1024)
+    assert [line.data for line in resumed] == [b'{"c": 3}']
+
+
+def test_line_reader_skips_an_oversized_line_without_holding_it():
+    data = b"short\n" + b"x" * 5000 + b"\nafter\n"
+    reader = LineReader(io.BytesIO(data), 0, max_line=100, block=64)
+    lines = list(reader)
+    assert [line.data for line in lines] == [b"short", None, b"after"]
+    assert lines[1].end == 6 + 5001 and reader.position == len(data)
+    assert len(reader._buffer) < 200  # never accumulated the long line
+    unfinished = LineReader(io.BytesIO(b"ok\n" + b"y" * 500), 0, max_line=100, block=64)
+    assert [line.data for line in unfinished] == [b"ok"]
+    assert unfinished.position == 3  # an oversized line still being written is resumed later, whole
+
+
+# --------------------------------------------------------------------------- events
+
+
+def test_sample_lines_parse_into_typed_events():
+    lines = [parse_line(raw) for raw in sample_lines()]
+    assert [type(e).__name__ for line in lines for e in line.events] == [
+        "Prompt",
+        "AssistantText",
+        "ToolCall",
+        "ToolOutput",
+        "ToolCall",
+        "ToolOutput",
+    ]
+    first = lines[0]
+    assert (first.session_id, first.cwd, first.branch) == (
+        "3f1c2a9e-7b4d-4e1a-9c55-2d8f0b6a1e47",
+        "/home/dev/acme-api",
+        "fix/optional-redis",
+    )
+    text, bash = lines[1].events[0], lines[2].events[0]
+    assert isinstance(text, AssistantText) and isinstance(bash, ToolCall)
+    assert text.message_id == bash.message_id == "msg_01JbT4wQk8nV2cXeR5yM7pLd"  # one streamed response
+    assert bash.name == "Bash" and "REDIS_URL" in bash.input["command"]
+    output = lines[3].events[0]
+    assert isinstance(output, ToolOutput) and output.tool_id == bash.tool_id and not output.is_error
+    # The line's toolUseResult travels with it (turn digests read Bash stdout/stderr from it).
+    assert output.result["stdout"].startswith("src/acme/config.py:14:") and output.result["stderr"] == ""
+    assert parse_line(sample_lines()[0]).events[0] == Prompt(first.events[0].text)
+
+
+@pytest.mark.parametrize("raw", [b"{not json", b"[1, 2]", b'"text"', b"null", b"\xff\xfe"])
+def test_lines_that_are_not_json_objects_are_malformed(raw):
+    with pytest.raises(Malformed):
+        parse_line(raw)
+
+
+def test_blank_unknown_meta_and_noise_lines_carry_no_events():
+    assert parse_line(b"   ") is None
+    assert parse_line(b'{"type": "file-history-snapshot", "snapshot": {}}').events == []
+    assert parse_line(b'{"type": "summary", "summary": "Fix redis"}').events == []
+    assert parse_line(record("user", "Stop hook feedback: x", isMeta=True)).events == []
+    assert parse_line(record("user", "summary of before", isCompactSummary=True)).events == []
+    assert parse_line(prompt("<local-command-stdout>done</local-command-stdout>")).events == []
+    assert parse_line(prompt("[Request interrupted by user]")).events == []
+    assert (
+        parse_line(record("assistant", [{"type": "thinking", "thinking": "hmm"}, {"type": "x"}])).events == []
+    )
+
+
+def test_prompts_lose_injected_reminders_and_slash_commands_keep_their_arguments():
+    [event] = parse_line(prompt("<system-reminder>be brief</system-reminder>Fix the login bug")).events
+    assert event == Prompt("Fix the login bug")
+    [command] = parse_line(
+        prompt(
+            "<command-message>review</command-message><command-name>/review</command-name>"
+            "<command-args>PR 42</command-args>"
+        )
+    ).events
+    assert command == Prompt("/review PR 42")
+    [blocks] = parse_line(
+        record(
+            "user", [{"type": "text", "text": "look at"}, {"type": "image"}, {"type": "text", "text": "this"}]
+        )
+    ).events
+    assert blocks == Prompt("look at\nthis")
+
+
+def test_tool_result_content_as_blocks_and_error_flag():
+    raw = record(
+        "user",
+        [
+            {
+                "type": "tool_result",
+                "tool_use_id": "t1",
+                "is_error": True,
+                "content": [{"type": "text", "text": "Exit code 2"}, {"type": "image"}],
+            }
+        ],
+    )
+    assert parse_line(raw).events == [ToolOutput("t1", "Exit code 2", True)]
+
+
+# --------------------------------------------------------------------------- chunks
+
+
+def test_a_chunk_is_a_request_and_the_work_that_followed():
+    chunks = fold(
+        [
+            prompt("Make the cache optional"),
+            say("Looking", "m1"),
+            call("t1", "Bash", {"command": "ls"}),
+            result("t1", "a b"),
+            prompt("Now add a test"),
+            say("Added tests/test_cache.py", "m2"),
+        ]
+    )
+    assert len(chunks) == 2
+    assert "The user asked: Make the cache optional" in chunks[0].observations[0].text
+    assert "The user asked: Now add a test" in chunks[1].observations[0].text
+
+
+def test_prompts_before_any_work_join_the_same_chunk_and_bare_slash_commands_are_dropped():
+    chunks = fold([prompt("/clear"), prompt("Fix login"), prompt("it is in auth.py"), say("Fixed", "m1")])
+    [chunk] = chunks
+    assert "The user asked: /clear / Fix login / it is in auth.py" in chunk.observations[0].text
+    assert fold([prompt("/cost")]) == []
+
+
+def test_assistant_lines_group_by_message_id_and_repeated_blocks_count_once():
+    chunks = fold(
+        [
+            prompt("Why is it slow?"),
+            say("The query", "m1"),
+            say("scans the table.", "m1"),
+            say("The query", "m1"),
+            call("t1", "Read", {"file_path": "/home/dev/acme-api/db.py"}, "m1"),
+            result("t1", "code"),
+            say("Added an index; p95 is now 40 ms.", "m2"),
+        ]
+    )
+    text = chunks[0].observations[0].text
+    assert "Assistant's conclusion: Added an index; p95 is now 40 ms." in text
+    assert text.count("The query") == 0  # m1 was not the last message
+    first_message = (
+        fold([prompt("Why?"), say("The query", "m1"), say("scans the table.", "m1"), say("The query", "m1")])[
+            0
+        ]
+        .observations[0]
+        .text
+    )
+    assert first_message.endswith("Assistant's conclusion: The query scans the table.")
+    assert "Files read: db.py." in text  # paths inside the session's cwd are shown relative
+
+
+def test_digest_lists_files_commands_and_errors_and_a_verified_fix_becomes_a_learning():
+    chunks = fold(
+        [
+            prompt("Tests fail on CI"),
+            call("t1", "Bash", {"command": "cd app && pytest -q tests/test_api.py"}),
+            result(
+                "t1",
+                "Exit code 1\nFAILED tests/test_api.py::test_get - KeyError: 'REDIS_URL'\n1 failed",
+                True,
+            ),
+            call(
+                "t2",
+                "Edit",
+                {"file_path": "/home/dev/acme-api/src/config.py", "old_string": "a", "new_string": "b"},
+            ),
+            result("t2", "updated"),
+            call("t3", "Bash", {"command": "pytest -q"}),
+            result("t3", "5 passed"),
+            say("Fixed: config falls back when REDIS_URL is unset.", "m9"),
+        ]
+    )
+    context, learning = chunks[0].observations
+    assert context.category == "context" and learning.category == "learnings"
+    assert "Files changed: src/config.py." in context.text
+    assert "Commands run: `cd app && pytest -q tests/test_api.py`; `pytest -q`." in context.text
+    assert (
+        "Errors seen: cd app && pytest -q tests/test_api.py: FAILED tests/test_api.py::test_get - KeyError"
+        in context.text
+    )
+    assert learning.text.startswith("`cd app && pytest -q tests/test_api.py` failed in project:acme-api with")
+    assert learning.text.endswith("it passed after changes to src/config.py.")
+    assert context.tags == learning.tags == ["session:s-1", "branch:main"]
+
+
+def test_a_rerun_that_passes_without_any_change_is_not_a_learning():
+    chunks = fold(
+        [
+            prompt("Run the tests"),
+            call("t1", "Bash", {"command": "pytest"}),
+            result("t1", "1 failed", True),
+            call("t2", "Bash", {"command": "pytest"}),
+            result("t2", "ok"),
+        ]
+    )
+    assert [o.category for o in chunks[0].observations] == ["context"]
+
+
+def test_long_turns_are_split_and_the_continuation_keeps_the_request():
+    lines = [prompt("Migrate every handler")]
+    for i in range(7):
+        lines += [call(f"t{i}", "Edit", {"file_path": f"/home/dev/acme-api/h{i}.py"}), result(f"t{i}", "ok")]
+    chunks = fold(lines, Limits(chunk_max_chars=10_000, chunk_max_tools=3))
+    assert len(chunks) == 3
+    assert "Continuing the request: Migrate every handler" in chunks[1].observations[0].text
+    assert "Files changed: h3.py, h4.py, h5.py." in chunks[1].observations[0].text
+
+
+def test_a_new_session_id_closes_the_chunk():
+    chunks = fold(
+        [prompt("one", session="a"), say("did one", "m1", session="a"), say("did two", "m2", session="b")]
+    )
+    assert [c.session_id for c in chunks] == ["a", "b"]
+    assert "Continued work" in chunks[1].observations[0].text
+
+
+def test_folding_line_by_line_through_json_state_equals_one_pass():
+    """What makes kill -9 safe: the open chunk survives a round trip through the database unchanged."""
+    lines = SAMPLE.read_bytes().splitlines() + [prompt("second request"), say("done", "m7")]
+    rng = random.Random(4)
+    for _ in range(3):
+        lines += [
+            call(
+                f"r{len(lines)}",
+                rng.choice(["Bash", "Read", "Grep"]),
+                {"command": "make", "pattern": "x", "file_path": "/tmp/x"},
+            ),
+            result(f"r{len(lines)}", rng.choice(["ok", "Error: boom"]), rng.random() < 0.5),
+        ]
+    whole = fold(lines, Limits(chunk_max_chars=700, chunk_max_tools=2))
+    pieces, state = [], None
+    for raw in lines:
+        builder = ChunkBuilder(Limits(chunk_max_chars=700, chunk_max_tools=2), json.loads(json.dumps(state)))
+        pieces.extend(builder.feed(parse_line(raw)))
+        state = builder.state()
+    pieces.extend(ChunkBuilder(Limits(chunk_max_chars=700, chunk_max_tools=2), state).flush())
+    assert [c.to_json() for c in pieces] == [c.to_json() for c in whole]
+    assert len(whole) > 3
+
+
+def test_cems_own_sessions_are_ignored(tmp_path):
+    marked = fold([prompt(f"{NO_OBSERVE_MARKER}\nExtract memories"), say("ok")])
+    assert marked == []
+    builder = ChunkBuilder(ignore_under=tmp_path)
+    raw = json.loads(prompt("hello"))
+    raw["cwd"] = str(tmp_path / "sub")
+    assert builder.feed(parse_line(json.dumps(raw).encode())) == []
+    assert builder.ignored and "CEMS_HOME" in builder.ignored
+    assert builder.feed(parse_line(prompt("later, elsewhere"))) == []  # the whole transcript stays ignored
+
+
+def test_secrets_and_private_blocks_are_gone_before_anything_is_kept():
+    secret = "ghp_" + "a1B2" * 9
+    builder = ChunkBuilder()
+    builder.feed(parse_line(prompt(f"use token {secret} <private>on host db9.corp</private> to deploy")))
+    builder.feed(parse_line(call("t1", "Bash", {"command": f"curl -H 'Authorization: Bearer {secret}' x"})))
+    state = json.dumps(builder.state())
+    [chunk] = builder.flush()
+    kept = state + json.dumps(chunk.to_json())
+    assert secret not in kept and "db9.corp" not in kept
+    assert "[REDACTED:github_token]" in kept and "to deploy" in kept
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def test_clip_redacts_before_cutting_and_keeps_text_storable():
+    assert clip("a  b\n c", 10) == "a b c"
+    assert clip("x" * 20, 10) == "x" * 9 + "…"
+    cut = clip("key: sk-ant-" + "Z" * 60, 15)
+    assert "ZZZZ" not in cut  # redacted whole, then cut
+    assert clip("bad \ud800 surrogate\x00", 50) == "bad ? surrogate"
+
+
+@pytest.mark.parametrize(
+    ("command", "key"),
+    [
+        ("pytest -q tests/x.py", "pytest"),
+        ("cd api && FOO=1 npm test -- --watch", "npm test"),
+        ("python -m pytest -x", "python -m pytest"),
+        ("/usr/bin/make check", "make check"),
+        ("", ""),
+    ],
+)
+def test_command_key(command, key):
+    assert command_key(command) == key
+
+
+def test_error_line_prefers_the_telling_line():
+    assert error_line("Exit code 1\ncollecting...\nE   KeyError: 'x'\n1 failed") == "E   KeyError: 'x'"
+    assert error_line("Exit code 1") == "failed"
+
+
+def test_llm_answers_are_validated():
+    [chunk] = fold(sample_lines())
+    assert parse_extraction(None, [chunk]) is None
+    assert parse_extraction({"memories": []}, [chunk]) is None
+    assert parse_extraction({"observations": []}, [chunk]) == []
+    found = parse_extraction(
+        {
+            "observations": [
+                {"category": "Decisions", "text": "Made REDIS_URL optional.", "title": "Optional cache"},
+                {"category": "weird", "text": "Defaults to context."},
+                {"category": "context", "text": ""},
+                "junk",
+            ]
+        },
+        [chunk],
+    )
+    assert [(o.category, o.text, o.title) for o in found] == [
+        ("decisions", "Made REDIS_URL optional.", "Optional cache"),
+        ("context", "Defaults to context.", None),
+    ]
+    assert found[0].tags == ["session:3f1c2a9e-7b4d-4e1a-9c55-2d8f0b6a1e47", "branch:fix/optional-redis"]
+    assert found[0].project == "project:acme-api" and found[0].created_at == "2026-03-02T09:14:15.034Z"
