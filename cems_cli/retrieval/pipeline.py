@@ -80,7 +80,8 @@ def run_search(service: MemoryService, request: SearchRequest) -> list[SearchRes
         category=request.category,
         project=request.project_filter,
     )
-    depth = max(request.limit * 10, MIN_DEPTH)
+    # Fusion needs depth (a document ranked well by only one list); a single vector list does not.
+    depth = max(request.limit * 10, MIN_DEPTH) if request.mode != "vector" else max(request.limit * 3, 10)
 
     # 1. Understanding and routing.
     llm = _llm_client(settings) if request.mode != "vector" else None

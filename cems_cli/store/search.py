@@ -92,36 +92,37 @@ def lexical_hits(conn: psycopg.Connection, query: str, filters: SearchFilters, l
     if not lexemes:
         return []
     where, params = _where(filters)
-    # Document frequencies count content only: a memory's context repeats its neighbours' words.
-    counts = ", ".join(
-        f"count(*) FILTER (WHERE c.search_vector @@ to_tsquery('simple', quote_literal(%(lx{i})s) || ':A'))"
+    params.update({f"lx{i}": lexeme for i, lexeme in enumerate(lexemes)})
+    # Document frequencies come from the GIN index, one probe per term, and count content only (a memory's
+    # context repeats its neighbours' words). N counts the visible documents, no chunk scan.
+    frequencies = ", ".join(
+        "(SELECT count(*) FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
+        f"WHERE c.search_vector @@ to_tsquery('simple', quote_literal(%(lx{i})s) || ':A') AND {where})"
         for i in range(len(lexemes))
     )
-    params.update({f"lx{i}": lexeme for i, lexeme in enumerate(lexemes)})
     stats = conn.execute(
-        f"SELECT count(*), coalesce(avg(length(ts_filter(c.search_vector, '{{a}}'))), 1), {counts} "
-        f"FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id WHERE {where}",
-        params,
+        f"SELECT (SELECT count(*) FROM memory_documents d WHERE {where}), {frequencies}", params
     ).fetchone()
-    total, avgdl, frequencies = int(stats[0]), float(stats[1]) or 1.0, stats[2:]
-    idf = [math.log(1.0 + (total - df + 0.5) / (df + 0.5)) for df in frequencies]
+    total, frequencies_found = int(stats[0]), stats[1:]
+    idf = [math.log(1.0 + (total - df + 0.5) / (df + 0.5)) for df in frequencies_found]
     params.update(
-        lex=lexemes, idf=idf, limit=limit, k1=BM25_K1, b=BM25_B, avgdl=max(avgdl, 1.0),
-        ctx=CONTEXT_TERM_WEIGHT,
+        lex=lexemes, idf=idf, limit=limit, k1=BM25_K1, b=BM25_B, ctx=CONTEXT_TERM_WEIGHT,
         any_term=" | ".join("'" + lexeme.replace("'", "''") + "'" for lexeme in lexemes),
     )
+    # The average length is taken over the matching chunks (a window over the match set, no extra scan).
     rows = conn.execute(
-        "SELECT c.id, c.document_id, c.chunk_index, "
-        "  (SELECT sum(t.idf * CASE WHEN c.search_vector @@ to_tsquery('simple', quote_literal(t.lex) "
-        "                      || ':A') THEN 1.0 ELSE %(ctx)s END) "
-        "   FROM unnest(%(lex)s::text[], %(idf)s::float8[]) AS t(lex, idf) "
-        "   WHERE c.search_vector @@ to_tsquery('simple', quote_literal(t.lex))) "
-        "  * (%(k1)s + 1) "
-        "  / (1 + %(k1)s * (1 - %(b)s + %(b)s * length(ts_filter(c.search_vector, '{a}')) / %(avgdl)s)) "
+        "WITH m AS ("
+        "  SELECT c.id, c.document_id, c.chunk_index, length(ts_filter(c.search_vector, '{a}')) AS dl, "
+        "    (SELECT sum(t.idf * CASE WHEN c.search_vector @@ to_tsquery('simple', quote_literal(t.lex) "
+        "                        || ':A') THEN 1.0 ELSE %(ctx)s END) "
+        "     FROM unnest(%(lex)s::text[], %(idf)s::float8[]) AS t(lex, idf) "
+        "     WHERE c.search_vector @@ to_tsquery('simple', quote_literal(t.lex))) AS s "
+        "  FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
+        f" WHERE c.search_vector @@ to_tsquery('simple', %(any_term)s) AND {where}) "
+        "SELECT id, document_id, chunk_index, "
+        "  s * (%(k1)s + 1) / (1 + %(k1)s * (1 - %(b)s + %(b)s * dl / greatest(avg(dl) OVER (), 1))) "
         "  AS score "
-        "FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
-        f"WHERE c.search_vector @@ to_tsquery('simple', %(any_term)s) AND {where} "
-        "ORDER BY score DESC, c.id LIMIT %(limit)s",
+        "FROM m ORDER BY score DESC, id LIMIT %(limit)s",
         params,
     ).fetchall()
     return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3])) for r in rows]
