@@ -327,8 +327,9 @@ def test_two_observers_on_the_same_files_store_each_chunk_once(svc, tmp_path):
     expected = sorted(set(produced))  # the two sessions share some learnings: stored once
     # Had both observers stored the same chunk, one would have been told "already stored": a duplicate
     # beyond those the data itself contains.
-    assert sum(r.duplicates for r in reports) == len(produced) - len(expected)
-    assert sum(r.observations for r in reports) == len(expected)
+    assert sum(r.duplicates for r in reports) <= len(produced) - len(expected)
+    # A pass that lost a race skips that file until the next pass: never more than the data holds.
+    assert sum(r.observations for r in reports) <= len(expected)
     # The loser of a race backs off; whatever it skipped, a later pass finishes.
     make_observer(svc, root).sync()
     assert stored(svc) == expected
