@@ -1,0 +1,259 @@
+"""Import and export of memories as JSONL: the bulk form of `remember`, and its lossless inverse.
+
+One line is one memory:
+    {"content": "...", "category": "decisions", "tags": ["db"], "scope": "personal",
+     "source_ref": "project:acme/api", "created_at": "2024-05-01T12:00:00+00:00", "title": null,
+     "source": "manual", "pinned": false, "pin_reason": null, "pin_category": null, "expires_at": null,
+     "context": null}
+Only `content` is required. An export also writes `id`, which import ignores (memories get new ids).
+
+Round trip (export → import as another user or into another home → export) preserves: content, category,
+scope, tags, title, source, source_ref, pinned, pin_reason, pin_category, created_at, expires_at and context
+(the text that situates a memory: indexed with it, never shown as its content). Not
+preserved: ids, access statistics (access_count, last_accessed, priority), updated_at (set to created_at),
+and the team of shared memories (they join the importer's CEMS_TEAM). Archived memories and rules are not
+exported (rules carry a structured spec: move them with `cems rule`).
+
+Import is all or nothing: every line is validated first (the first bad line is reported by number and nothing
+is stored), duplicates of live memories are skipped by content hash in one query, texts are chunked like
+`remember` does (each chunk embedded with the memory's context), in large length-sorted batches, and
+written with COPY in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cems_cli.service import UserError
+from cems_cli.store import bulk as store
+from cems_cli.store.records import MemoryRecord, NewMemory
+from cems_cli.text.normalize import content_hash
+
+if TYPE_CHECKING:
+    from cems_cli.service import MemoryService
+
+# Texts per embedder call: large enough that the embedder's own length sorting pays off, small enough that
+# the progress bar moves every second or so.
+EMBED_BATCH = 256
+_WRITE_ATTEMPTS = 3
+
+EXPORT_FIELDS = ("content", "category", "scope", "tags", "title", "source", "source_ref", "pinned",
+                 "pin_reason", "pin_category", "created_at", "expires_at", "context")
+# Written by exports of this or other versions, or by `cems list --json`; accepted and not used.
+_IGNORED_FIELDS = frozenset({"id", "user_id", "team_id", "priority", "access_count", "last_accessed",
+                             "archived", "updated_at"})
+_STRING_FIELDS = ("category", "scope", "source_ref", "title", "source", "pin_reason", "pin_category",
+                  "context")
+DEFAULT_SOURCE = "import"
+
+Progress = Callable[[int, int], None]
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass
+class ImportReport:
+    total: int = 0  # memories given
+    created: int = 0
+    duplicates: int = 0  # already stored (live) or repeated earlier in the same input
+    chunks: int = 0
+    ids: list[str] = field(default_factory=list)  # the memory id of each input memory, in input order
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+
+    @property
+    def per_second(self) -> float:
+        return self.total / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"total": self.total, "imported": self.created, "duplicates": self.duplicates,
+                "chunks": self.chunks, "seconds": round(self.seconds, 3),
+                "per_second": round(self.per_second, 1)}
+
+
+# Parsing ----------------------------------------------------------------------------------------------------
+
+def parse_jsonl(lines: Iterable[bytes | str], service: MemoryService) -> list[NewMemory]:
+    """Validate every line (blank lines skipped); UserError naming the first bad line's number."""
+    memories: list[NewMemory] = []
+    for number, raw in enumerate(lines, start=1):
+        try:
+            text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError:
+            raise UserError(f"line {number}: not valid UTF-8") from None
+        if not text.strip():
+            continue
+        try:
+            memories.append(parse_record(_load_object(text), service))
+        except UserError as error:
+            raise UserError(f"line {number}: {error}") from None
+    return memories
+
+
+def _load_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UserError(f"not valid JSON ({error.msg} at column {error.colno})") from None
+    if not isinstance(value, dict):
+        raise UserError("expected a JSON object")
+    return value
+
+
+def parse_record(data: dict[str, Any], service: MemoryService) -> NewMemory:
+    """One import record → a prepared memory (the same cleaning, redaction and checks as `remember`)."""
+    unknown = sorted(set(data) - set(EXPORT_FIELDS) - _IGNORED_FIELDS)
+    if unknown:
+        raise UserError(f"unknown field {unknown[0]!r}")
+    content = data.get("content")
+    if not isinstance(content, str):
+        raise UserError("'content' must be a string")
+    for name in _STRING_FIELDS:
+        if data.get(name) is not None and not isinstance(data[name], str):
+            raise UserError(f"{name!r} must be a string or null")
+    tags = data.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise UserError("'tags' must be a list of strings")
+    pinned = data.get("pinned", False)
+    if not isinstance(pinned, bool):
+        raise UserError("'pinned' must be true or false")
+    category = data.get("category") or "general"
+    if category.strip().lower() == "rules":
+        raise UserError("rules are not imported as memories: use `cems rule import`")
+    return service.prepare(
+        content, category=category, scope=data.get("scope") or "personal", tags=tags, title=data.get("title"),
+        project=data.get("source_ref"), source=data.get("source", DEFAULT_SOURCE), pin=pinned,
+        pin_reason=data.get("pin_reason"), pin_category=data.get("pin_category"),
+        created_at=parse_timestamp(data.get("created_at"), "created_at"),
+        expires_at=parse_timestamp(data.get("expires_at"), "expires_at"), context=data.get("context"),
+    )
+
+
+def parse_timestamp(value: Any, name: str) -> datetime | None:
+    """ISO 8601 or null; a timestamp without a zone is taken as UTC (so imports do not depend on the host)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UserError(f"{name!r} must be an ISO 8601 string or null")
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise UserError(f"{name!r} is not an ISO 8601 timestamp: {value!r}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+# Importing --------------------------------------------------------------------------------------------------
+
+def import_memories(service: MemoryService, memories: Sequence[NewMemory], *,
+                    progress: Progress | None = None, embed: Embed | None = None) -> ImportReport:
+    """Store prepared memories: dedup, chunk, embed in batches, COPY in one transaction.
+
+    `embed` replaces the service's embedder (benchmarks use it to feed precomputed vectors).
+    """
+    from cems_cli.text.chunking import chunk_text, index_text
+
+    started = time.perf_counter()
+    report = ImportReport(total=len(memories))
+    user, team = service.settings.user, service.settings.team
+    rows = [store.DocumentRow(uuid.uuid4(), m, content_hash(m.content, m.context),
+                              team if m.scope == "shared" else None) for m in memories]
+    known = store.existing_ids(service.conn, user, [r.content_hash for r in rows])
+    fresh = _first_new(rows, known)
+    chunk_texts = [(row, chunk_text(row.memory.content)) for row in fresh]
+    flat = [(row.id, index, text) for row, texts in chunk_texts for index, text in enumerate(texts)]
+    embed_started = time.perf_counter()
+    context_of = {row.id: row.memory.context for row in fresh}
+    vectors = embed_all([index_text(text, context_of[doc_id]) for doc_id, _, text in flat],
+                        embed or service.embedder.embed, progress)
+    report.embed_seconds = time.perf_counter() - embed_started
+    chunks = [store.ChunkRow(doc_id, index, text, vectors[i], context_of[doc_id])
+              for i, (doc_id, index, text) in enumerate(flat)]
+    written = _write(service, fresh, chunks) if fresh else {}
+    ids = {**known, **written}
+    report.ids = [ids[row.key] for row in rows]
+    stored = {row.id for row in fresh if written.get(row.key) == str(row.id)}
+    report.created = len(stored)
+    report.duplicates = report.total - report.created
+    report.chunks = sum(1 for c in chunks if c.document_id in stored)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _first_new(rows: Sequence[store.DocumentRow],
+               known: dict[store.DedupKey, str]) -> list[store.DocumentRow]:
+    """Rows whose text is not stored yet, first occurrence only (a repeated line is a duplicate too)."""
+    seen = set(known)
+    fresh = []
+    for row in rows:
+        if row.key not in seen:
+            seen.add(row.key)
+            fresh.append(row)
+    return fresh
+
+
+def embed_all(texts: Sequence[str], embed: Embed, progress: Progress | None = None) -> np.ndarray:
+    """Embed in large batches of similar length (less padding), returned in input order."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out: np.ndarray | None = None
+    done = 0
+    if progress:
+        progress(0, len(texts))
+    for start in range(0, len(order), EMBED_BATCH):
+        batch = order[start : start + EMBED_BATCH]
+        vectors = embed([texts[i] for i in batch])
+        if out is None:
+            out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
+        out[batch] = vectors
+        done += len(batch)
+        if progress:
+            progress(done, len(texts))
+    return out if out is not None else np.zeros((0, 0), dtype=np.float32)
+
+
+def _write(service: MemoryService, fresh: Sequence[store.DocumentRow],
+           chunks: Sequence[store.ChunkRow]) -> dict[store.DedupKey, str]:
+    """One transaction; re-checks duplicates inside it, so a concurrent `remember` of the same text wins
+    cleanly (its id is used) instead of failing the import. Returns dedup key → id for what was stored."""
+    import psycopg
+
+    conn, user = service.conn, service.settings.user
+    for attempt in range(_WRITE_ATTEMPTS):
+        try:
+            with conn.transaction():
+                raced = store.existing_ids(conn, user, [r.content_hash for r in fresh])
+                docs = [r for r in fresh if r.key not in raced]
+                keep = {r.id for r in docs}
+                todo = [c for c in chunks if c.document_id in keep]
+                rebuild = len(todo) >= store.REBUILD_MIN_CHUNKS and len(todo) > store.count_chunks(conn)
+                store.write_documents(conn, user, docs, todo, rebuild_indexes=rebuild)
+            if rebuild:
+                store.analyze(conn)
+            return {**{r.key: str(r.id) for r in docs}, **raced}
+        except psycopg.errors.UniqueViolation:
+            if attempt == _WRITE_ATTEMPTS - 1:
+                raise UserError("memories were being stored concurrently; run the import again") from None
+    raise AssertionError("unreachable")
+
+
+# Exporting --------------------------------------------------------------------------------------------------
+
+def record_to_json(record: MemoryRecord) -> dict[str, Any]:
+    """The export form of a stored memory: the import fields, then its id (informational)."""
+    data: dict[str, Any] = {}
+    for name in EXPORT_FIELDS:
+        value = getattr(record, name)
+        data[name] = value.astimezone(UTC).isoformat() if isinstance(value, datetime) else value
+    data["id"] = record.id
+    return data
+
+
+def export_lines(service: MemoryService) -> Iterator[str]:
+    for record in store.iter_owned_memories(service.conn, service.settings.user):
+        yield json.dumps(record_to_json(record), ensure_ascii=False) + "\n"

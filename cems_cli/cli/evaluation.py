@@ -1,0 +1,101 @@
+"""`cems eval`: retrieval quality on a benchmark (generic folder or LoCoMo); the difference of two runs."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from cems_cli.cli.common import JsonOption, console, emit_json, fail
+
+
+def eval_(
+    bench: Path = typer.Option(None, "--bench", help="A benchmark folder: corpus/questions/qrels.jsonl."),
+    locomo: Path = typer.Option(None, "--locomo", help="LoCoMo's official locomo10.json."),
+    compare: tuple[Path, Path] = typer.Option(None, "--compare", help="Two results files: print B − A."),
+    mode: str = typer.Option(None, "--mode", help="vector, hybrid or auto (default CEMS_SEARCH_MODE)."),
+    limit_questions: int = typer.Option(None, "--limit-questions", help="Only the first N scored questions."),
+    out: Path = typer.Option(None, "--out", "-o", help="Write the results JSON here."),
+    details: Path = typer.Option(None, "--details", help="Write per-question results (JSONL) here."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Measure retrieval on a benchmark in a throwaway data folder (your memories are never touched)."""
+    if sum(1 for given in (bench, locomo, compare) if given) != 1:
+        fail("give exactly one of --bench DIR, --locomo FILE or --compare A.json B.json")
+    if compare:
+        _compare(compare, as_json)
+        return
+    if limit_questions is not None and limit_questions < 1:
+        fail("--limit-questions must be at least 1")
+    from cems_cli.config import get_settings
+    from cems_cli.evaluation.datasets import DatasetError, load_bench_dir, load_locomo
+    from cems_cli.evaluation.report import render_results
+    from cems_cli.evaluation.runner import MODES, run_benchmark
+
+    settings = get_settings()
+    mode = (mode or settings.search_mode).strip().lower()
+    if mode not in MODES:
+        fail(f"unknown mode {mode!r} (expected one of: {', '.join(MODES)})")
+    source = bench or locomo
+    try:
+        benchmark = load_bench_dir(bench) if bench else load_locomo(locomo)
+    except DatasetError as error:
+        fail(str(error))
+    if not benchmark.scored_questions():
+        fail(f"{source} has no question with relevant doc ids: nothing to score")
+    from cems_cli.cli.progress import progress_bar
+
+    run = run_benchmark(benchmark, settings, mode=mode, limit_questions=limit_questions, source=str(source),
+                        progress=lambda label: progress_bar(label, disabled=as_json))
+    result = run.to_json()
+    if out:
+        _write(out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    if details:
+        _write(details, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in run.details))
+    if as_json:
+        emit_json(result)
+        return
+    render_results(result, console)
+    config = result["config"]
+    console.print(f"ingested {config['units']:,} units in {config['ingest_seconds']:.1f} s; "
+                  f"{config['questions']:,} questions in {config['query_seconds']:.1f} s"
+                  + (f"; results in {out}" if out else ""))
+
+
+def _compare(paths: tuple[Path, Path], as_json: bool) -> None:
+    from cems_cli.evaluation.report import compare_rows, render_compare
+
+    a, b = (_read_result(p) for p in paths)
+    rows = compare_rows(a, b)
+    if as_json:
+        emit_json({"a": str(paths[0]), "b": str(paths[1]),
+                   "rows": [{**asdict(r), "delta": r.delta} for r in rows]})
+        return
+    render_compare(rows, console, (paths[0].name, paths[1].name))
+
+
+def _read_result(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        fail(f"cannot read {path}: {error.strerror or error}")
+    except json.JSONDecodeError as error:
+        fail(f"{path} is not JSON ({error.msg} at line {error.lineno})")
+    if not isinstance(data, dict) or not isinstance(data.get("overall"), dict):
+        fail(f"{path} is not a `cems eval` results file (no 'overall')")
+    return data
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.expanduser().parent.mkdir(parents=True, exist_ok=True)
+        path.expanduser().write_text(text, encoding="utf-8")
+    except OSError as error:
+        fail(f"cannot write {path}: {error.strerror or error}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval")(eval_)

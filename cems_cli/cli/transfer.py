@@ -1,0 +1,90 @@
+"""Bulk transfer commands: `cems import FILE.jsonl` and `cems export [--out FILE]` (format: cems_cli.bulk)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import typer
+
+from cems_cli.cli.common import JsonOption, console, emit_json, fail, service
+
+
+def import_(
+    file: str = typer.Argument(..., help="A JSONL file, one memory per line, or - to read stdin."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Import memories from JSONL (all or nothing; texts already remembered are skipped)."""
+    from cems_cli.bulk import import_memories, parse_jsonl
+    from cems_cli.cli.progress import progress_bar
+
+    lines = _read_lines(file)
+    with service() as svc:
+        memories = parse_jsonl(lines, svc)
+        with progress_bar("embedding", disabled=as_json) as progress:
+            report = import_memories(svc, memories, progress=progress)
+    if as_json:
+        emit_json(report.to_json())
+        return
+    skipped = f" ({report.duplicates:,} already remembered)" if report.duplicates else ""
+    console.print(f"Imported {report.created:,} memories{skipped} in {report.seconds:.1f} s "
+                  f"({report.per_second:,.0f} memories/s)")
+
+
+def _read_lines(file: str) -> list[bytes]:
+    if file == "-":
+        return sys.stdin.buffer.read().splitlines()
+    path = Path(file).expanduser()
+    try:
+        return path.read_bytes().splitlines()
+    except FileNotFoundError:
+        fail(f"no such file: {path}")
+    except IsADirectoryError:
+        fail(f"{path} is a directory, not a JSONL file")
+    except OSError as error:
+        fail(f"cannot read {path}: {error.strerror or error}")
+
+
+def export(
+    out: Path = typer.Option(None, "--out", "-o", help="Write to this file instead of stdout."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Export your memories as JSONL (stdout by default); `cems import` reads it back."""
+    from cems_cli.bulk import export_lines
+
+    with service() as svc:
+        if out is None:
+            for line in export_lines(svc):
+                sys.stdout.write(line)
+            sys.stdout.flush()
+            return
+        count = _write_atomically(out.expanduser(), export_lines(svc))
+    if as_json:
+        emit_json({"exported": count, "path": str(out)})
+    else:
+        console.print(f"Exported {count:,} memories to {out}")
+
+
+def _write_atomically(path: Path, lines) -> int:
+    """Write beside the target and rename: an interrupted export never leaves half a file behind."""
+    if path.is_dir():
+        fail(f"{path} is a directory")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    count = 0
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            for line in lines:
+                handle.write(line)
+                count += 1
+        os.replace(temporary, path)
+    except OSError as error:
+        fail(f"cannot write {path}: {error.strerror or error}")
+    finally:
+        temporary.unlink(missing_ok=True)
+    return count
+
+
+def register(app: typer.Typer) -> None:
+    app.command("import")(import_)
+    app.command("export")(export)

@@ -1,0 +1,1 @@
+"""Retrieval evaluation: benchmark loaders, unit → memory indexing, the runner, metrics and report tables."""

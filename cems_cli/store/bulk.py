@@ -1,0 +1,196 @@
+"""Bulk SQL for `cems import`/`cems export`: one-query dedup, COPY of documents and chunks, streaming reads.
+
+COPY is binary with explicit types, so vectors go over the wire as pgvector's binary form (no float → text
+formatting) and every document id is chosen by the caller (chunks reference them without a round trip).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import psycopg
+
+from cems_cli.store.records import MemoryRecord, NewMemory, document_columns
+
+# (column, PostgreSQL type) in COPY order; binary COPY needs every type spelled out.
+_DOCUMENT_COPY = (
+    ("id", "uuid"),
+    ("content", "text"),
+    ("content_hash", "text"),
+    ("user_id", "text"),
+    ("team_id", "text"),
+    ("scope", "text"),
+    ("category", "text"),
+    ("title", "text"),
+    ("tags", "text[]"),
+    ("source", "text"),
+    ("source_ref", "text"),
+    ("pinned", "bool"),
+    ("pin_reason", "text"),
+    ("pin_category", "text"),
+    ("expires_at", "timestamptz"),
+    ("created_at", "timestamptz"),
+    ("updated_at", "timestamptz"),
+    ("context", "text"),
+)
+_CHUNK_COPY = (
+    ("document_id", "uuid"),
+    ("chunk_index", "int4"),
+    ("content", "text"),
+    ("embedding", "vector"),
+    ("context", "text"),
+)
+
+# Below this many new chunks, inserting into the live indexes is cheaper than rebuilding them.
+REBUILD_MIN_CHUNKS = 2000
+# Index builds are the slow part of a big first import; give them room (session-local, reset at commit).
+_BUILD_SETTINGS = (
+    "SET LOCAL maintenance_work_mem = '512MB'",
+    "SET LOCAL max_parallel_maintenance_workers = 2",
+)
+
+DedupKey = tuple[str, str, str]  # (scope, team or '', content_hash): what the live-hash unique index covers
+
+
+@dataclass(frozen=True)
+class DocumentRow:
+    id: uuid.UUID
+    memory: NewMemory
+    content_hash: str
+    team_id: str | None
+
+    @property
+    def key(self) -> DedupKey:
+        return (self.memory.scope, self.team_id or "", self.content_hash)
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    document_id: uuid.UUID
+    chunk_index: int
+    content: str
+    embedding: np.ndarray
+    context: str | None = None  # the memory's context, stored with each chunk (full-text weight D)
+
+
+def existing_ids(conn: psycopg.Connection, user: str, hashes: Sequence[str]) -> dict[DedupKey, str]:
+    """Live memories of `user` whose content hash is among `hashes`, in one query."""
+    if not hashes:
+        return {}
+    rows = conn.execute(
+        "SELECT id, scope, coalesce(team_id, ''), content_hash FROM memory_documents "
+        "WHERE user_id = %s AND NOT archived AND content_hash = ANY(%s::text[])",
+        (user, list(set(hashes))),
+    ).fetchall()
+    return {(r[1], r[2], r[3]): str(r[0]) for r in rows}
+
+
+def count_chunks(conn: psycopg.Connection) -> int:
+    # The planner's estimate is enough to choose between inserting into and rebuilding the indexes.
+    row = conn.execute("SELECT reltuples::bigint FROM pg_class WHERE relname = 'memory_chunks'").fetchone()
+    return max(int(row[0]), 0) if row else 0
+
+
+def write_documents(
+    conn: psycopg.Connection,
+    user: str,
+    documents: Sequence[DocumentRow],
+    chunks: Sequence[ChunkRow],
+    *,
+    rebuild_indexes: bool = False,
+) -> None:
+    """COPY documents then their chunks. Call inside a transaction: the caller owns all-or-nothing.
+
+    With `rebuild_indexes`, the similarity and full-text indexes of memory_chunks are dropped before the COPY
+    and recreated from their own definitions after it (several times faster for a large first load; it
+    holds an exclusive lock on memory_chunks until commit, so searches wait for the import to finish).
+    """
+    now = conn.execute("SELECT now()").fetchone()[0]
+    dropped = _drop_search_indexes(conn) if rebuild_indexes else []
+    with conn.cursor() as cur:
+        with cur.copy(_copy_sql("memory_documents", _DOCUMENT_COPY)) as copy:
+            copy.set_types([t for _, t in _DOCUMENT_COPY])
+            for doc in documents:
+                m = doc.memory
+                created = m.created_at or now
+                copy.write_row(
+                    (
+                        doc.id,
+                        m.content,
+                        doc.content_hash,
+                        user,
+                        doc.team_id,
+                        m.scope,
+                        m.category,
+                        m.title,
+                        list(m.tags),
+                        m.source,
+                        m.source_ref,
+                        m.pinned,
+                        m.pin_reason,
+                        m.pin_category,
+                        m.expires_at,
+                        created,
+                        created,
+                        m.context,
+                    )
+                )
+        with cur.copy(_copy_sql("memory_chunks", _CHUNK_COPY)) as copy:
+            copy.set_types([t for _, t in _CHUNK_COPY])
+            for chunk in chunks:
+                copy.write_row(
+                    (
+                        chunk.document_id,
+                        chunk.chunk_index,
+                        chunk.content,
+                        np.asarray(chunk.embedding, dtype=np.float32),
+                        chunk.context,
+                    )
+                )
+    if dropped:
+        for statement in _BUILD_SETTINGS:
+            conn.execute(statement)
+        for definition in dropped:
+            conn.execute(definition)  # type: ignore[arg-type]  # read back from pg_indexes just above
+
+
+def analyze(conn: psycopg.Connection) -> None:
+    """Refresh planner statistics after a load that changed the tables a lot (autovacuum may take a minute,
+    and until then the planner can misjudge the vector and full-text queries)."""
+    conn.execute("ANALYZE memory_documents, memory_chunks")
+
+
+def _copy_sql(table: str, columns: Sequence[tuple[str, str]]) -> str:
+    return f"COPY {table} ({', '.join(c for c, _ in columns)}) FROM STDIN (FORMAT BINARY)"
+
+
+def _drop_search_indexes(conn: psycopg.Connection) -> list[str]:
+    """Drop memory_chunks' HNSW and GIN indexes; returns their CREATE statements, as migrations made them."""
+    rows = conn.execute(
+        "SELECT i.indexname, i.indexdef FROM pg_indexes i "
+        "JOIN pg_class c ON c.relname = i.indexname JOIN pg_am a ON a.oid = c.relam "
+        "WHERE i.tablename = 'memory_chunks' AND i.schemaname = current_schema() "
+        "AND a.amname IN ('hnsw', 'gin')"
+    ).fetchall()
+    for name, _definition in rows:
+        conn.execute(f'DROP INDEX "{name}"')  # type: ignore[arg-type]  # a name the catalogue just gave us
+    return [definition for _name, definition in rows]
+
+
+def iter_owned_memories(conn: psycopg.Connection, user: str, batch: int = 1000) -> Iterator[MemoryRecord]:
+    """The user's own live memories (personal and those they shared), oldest first, streamed.
+
+    Rules are left out: a rule is a memory plus the structured spec in `rules`, moved with `cems rule`.
+    """
+    with conn.transaction(), conn.cursor(name="cems_export") as cur:
+        cur.execute(
+            f"SELECT {document_columns()} FROM memory_documents d WHERE d.user_id = %s AND NOT d.archived "
+            "AND d.category <> 'rules' ORDER BY d.created_at, d.id",
+            (user,),
+        )
+        while rows := cur.fetchmany(batch):
+            for row in rows:
+                yield MemoryRecord.from_row(row)
