@@ -49,7 +49,7 @@ class Settings(BaseSettings):
     embedding_backend: Literal["local", "openai"] = "local"
     embedding_model: str | None = None
     embedding_dim: int | None = Field(default=None, ge=8, le=16000)
-    embedding_batch_size: int = Field(default=32, ge=1, le=2048)
+    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
 
     llm_base_url: str | None = None
     llm_api_key: str | None = None
