@@ -37,8 +37,28 @@ class SettingsError(ValueError):
     """A bad setting; the message is one line naming the variable."""
 
 
-class Settings(BaseSettings):
+class CemsSettingsBase(BaseSettings):
+    """`CEMS_*` environment variables first, then `$CEMS_HOME/config.toml`: every settings class of CEMS."""
+
     model_config = SettingsConfigDict(env_prefix="CEMS_", extra="ignore", validate_default=True)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = paths.config_file_path()
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_file.is_file():
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return tuple(sources)
+
+
+class Settings(CemsSettingsBase):
 
     home: Path = Field(default_factory=paths.cems_home)
     database_url: str | None = None
@@ -89,21 +109,6 @@ class Settings(BaseSettings):
     @classmethod
     def _project_prefixed(cls, value: str | None) -> str | None:
         return normalize_project(value) if value and value.strip() else None
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_file = paths.config_file_path()
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if toml_file.is_file():
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
-        return tuple(sources)
 
     # Derived values -------------------------------------------------------------------------------
     @property

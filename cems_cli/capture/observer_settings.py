@@ -11,21 +11,14 @@ import re
 from pathlib import Path
 
 from pydantic import AliasChoices, Field, ValidationError
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
 
 from cems_cli import paths
+from cems_cli.config import CemsSettingsBase
 
 MiB = 1024 * 1024
 
 
-class ObserverSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CEMS_", extra="ignore", validate_default=True)
-
+class ObserverSettings(CemsSettingsBase):
     # Roots to watch, separated by os.pathsep or commas; empty means `<Claude config dir>/projects`.
     observer_paths: str = ""
     # Claude Code moves `~/.claude` here when set; read only to find the default root.
@@ -60,21 +53,6 @@ class ObserverSettings(BaseSettings):
     # for file events the OS dropped.
     observer_tick_seconds: float = Field(default=15.0, gt=0)
     observer_rescan_seconds: float = Field(default=600.0, gt=0)
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_file = paths.config_file_path()
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
-        if toml_file.is_file():
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
-        return tuple(sources)
 
     @property
     def roots(self) -> list[Path]:
