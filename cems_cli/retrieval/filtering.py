@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from cems_cli.retrieval.types import Candidate
@@ -16,22 +16,6 @@ def filter_by_threshold(
 ) -> list[Candidate]:
     """Keep candidates whose score is at least `threshold`, in their order."""
     return [c for c in candidates if c.score >= threshold]
-
-
-def best_chunk_per_document(
-    candidates: Iterable[Candidate],
-    score_of: Callable[[Candidate], float] = lambda c: c.score,
-) -> list[Candidate]:
-    """Chunk-level dedup: one candidate per document, its best-scoring chunk; best first.
-
-    On equal scores the chunk seen first stays (seed 000 replaces only on a strictly higher score).
-    """
-    best: dict[str, Candidate] = {}
-    for cand in candidates:
-        kept = best.get(cand.document_id)
-        if kept is None or score_of(cand) > score_of(kept):
-            best[cand.document_id] = cand
-    return sorted(best.values(), key=lambda c: -score_of(c))
 
 
 def _unit_rows(candidates: Sequence[Candidate]) -> tuple[Any, list[int]]:

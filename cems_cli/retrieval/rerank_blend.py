@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from cems_cli.retrieval.types import Candidate
 
@@ -139,24 +138,3 @@ def _trim_to_words(content: str, start: int, end: int, keep: tuple[int, int] | N
         if last_space is not None:
             end = last_space
     return content[start:end].strip()
-
-
-def cosine_rerank(query_vec: Any, candidates: Sequence[Candidate]) -> dict[str, float]:
-    """The offline `embedding` reranker: cosine of the query embedding and each stored chunk embedding,
-    clamped to 0..1 and keyed by document_id. Candidates without an embedding are left unscored."""
-    import numpy as np
-
-    query = np.asarray(query_vec, dtype=np.float64).ravel()
-    query_norm = float(np.linalg.norm(query))
-    scores: dict[str, float] = {}
-    if query_norm == 0.0 or not np.isfinite(query_norm):
-        return scores
-    for cand in candidates:
-        if cand.embedding is None:
-            continue
-        vec = np.asarray(cand.embedding, dtype=np.float64).ravel()
-        norm = float(np.linalg.norm(vec))
-        if vec.shape != query.shape or norm == 0.0 or not np.isfinite(norm):
-            continue
-        scores[cand.document_id] = _unit(float(vec @ query) / (norm * query_norm))
-    return scores

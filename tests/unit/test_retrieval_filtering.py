@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cems_cli.retrieval.filtering import best_chunk_per_document, filter_by_threshold, semantic_dedup
+from cems_cli.retrieval.filtering import filter_by_threshold, semantic_dedup
 from cems_cli.retrieval.types import Candidate
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -28,19 +28,6 @@ def test_threshold_keeps_equal_and_above_in_order():
     assert ids(filter_by_threshold(cands)) == ["a-c0", "c-c0"]  # default 0.3; NaN never passes
     assert ids(filter_by_threshold(cands, 0.0)) == ["a-c0", "b-c0", "c-c0"]
     assert filter_by_threshold([], 0.3) == []
-
-
-def test_best_chunk_per_document():
-    cands = [cand("A", 0.4, chunk=0), cand("B", 0.5, chunk=0), cand("A", 0.7, chunk=1),
-             cand("A", 0.7, chunk=2), cand("C", 0.1, chunk=3)]
-    # A: chunk 1 (0.7) beats 0.4 and ties with chunk 2, which came later and loses.
-    assert ids(best_chunk_per_document(cands)) == ["A-c1", "B-c0", "C-c3"]
-    assert best_chunk_per_document([]) == []
-
-
-def test_best_chunk_by_another_score():
-    cands = [cand("A", 0.9, chunk=0, vector_score=0.1), cand("A", 0.2, chunk=1, vector_score=0.8)]
-    assert ids(best_chunk_per_document(cands, score_of=lambda c: c.vector_score)) == ["A-c1"]
 
 
 def test_semantic_dedup_keeps_the_higher_score():

@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
-import numpy as np
 import pytest
 
-from cems_cli.retrieval.rerank_blend import best_snippet, blend_rerank, cosine_rerank, fused_weight_for_rank
+from cems_cli.retrieval.rerank_blend import best_snippet, blend_rerank, fused_weight_for_rank
 from cems_cli.retrieval.types import Candidate
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -90,26 +89,6 @@ def test_snippet_never_exceeds_width():
     content = " ".join(f"word{i} postgres" if i % 7 == 0 else f"word{i}" for i in range(200))
     for width in (20, 50, 120, 300):
         assert len(best_snippet(content, ["postgres"], width=width)) <= width
-
-
-def test_cosine_rerank():
-    cands = [
-        cand("same", embedding=[1.0, 0.0]),
-        cand("orthogonal", embedding=np.array([0.0, 2.0])),
-        cand("opposite", embedding=[-1.0, 0.0]),
-        cand("diagonal", embedding=[3.0, 3.0]),
-        cand("none"),
-        cand("wrong_dim", embedding=[1.0, 0.0, 0.0]),
-        cand("zero", embedding=[0.0, 0.0]),
-    ]
-    scores = cosine_rerank([2.0, 0.0], cands)
-    assert scores == {
-        "same": pytest.approx(1.0),
-        "orthogonal": 0.0,
-        "opposite": 0.0,  # -1 clamped
-        "diagonal": pytest.approx(1 / math.sqrt(2)),  # 0.7071068
-    }
-    assert cosine_rerank([0.0, 0.0], cands) == {}
 
 
 def test_snippet_word_boundaries_include_newlines_and_tabs():
