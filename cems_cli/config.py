@@ -79,7 +79,16 @@ class Settings(CemsSettingsBase):
     search_mode: Literal["vector", "hybrid", "auto"] = "hybrid"
     search_limit: int = Field(default=5, ge=1, le=1000)
     context_budget: int = Field(default=2000, ge=50)
-    hybrid_vector_weight: float = Field(default=0.3, ge=0, le=1)
+    # "linear": normalised BM25 + weighted cosine (keeps score gaps); "rrf": weighted reciprocal rank fusion.
+    # Measured on LoCoMo in bench/RESULTS.md.
+    fusion: Literal["linear", "rrf"] = "linear"
+    fusion_vector_weight: float = Field(default=1.5, ge=0, le=100)
+    hybrid_vector_weight: float = Field(default=0.3, ge=0, le=1)  # rrf only: blend of the cosine score
+    # Session context (retrieval/neighbours.py): neighbours within `session_window` places, and the best
+    # memory of the session, lend part of their score. 0 and 0 switch the stage off.
+    session_window: int = Field(default=2, ge=0, le=100)
+    session_neighbour_weight: float = Field(default=0.5, ge=0, le=10)
+    session_weight: float = Field(default=0.2, ge=0, le=10)
     rrf_k: int = Field(default=60, ge=1)
     rrf_original_weight: float = Field(default=2.0, ge=0)
     rrf_expansion_weight: float = Field(default=1.0, ge=0)

@@ -22,7 +22,25 @@ class Embedder(Protocol):
         ...
 
 
-def batches_by_length(items: Sequence[Sized], batch_size: int) -> list[list[int]]:
-    """Indices grouped into batches of similar length, so padding to the longest wastes little."""
+def batches_by_length(
+    items: Sequence[Sized], batch_size: int, max_cells: int | None = None
+) -> list[list[int]]:
+    """Indices grouped into batches of similar length, so padding to the longest wastes little.
+
+    With `max_cells`, a batch also stops growing once rows × its longest item would exceed it: a CPU model
+    runs fastest while a batch's activations stay in cache, so long texts go in smaller batches.
+    """
     order = sorted(range(len(items)), key=lambda i: len(items[i]))
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for index in order:
+        width = len(items[index])  # the longest so far: the order is ascending
+        if current and (
+            len(current) >= batch_size or (max_cells is not None and (len(current) + 1) * width > max_cells)
+        ):
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    return batches

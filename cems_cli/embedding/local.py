@@ -20,6 +20,9 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 DIM = 384
 MAX_TOKENS = 256  # what sentence-transformers uses for this model
 WINDOW_STRIDE = 32  # overlap between the windows of a longer text
+# Padded tokens per model call. Measured on 2 cores: texts of ~86 tokens embed at 36-50/s in batches of 64
+# and 52-61/s in batches of at most 1,024 tokens; short texts run as fast either way.
+MAX_BATCH_TOKENS = 1024
 
 
 def _package_dir(name: str) -> Path:
@@ -86,7 +89,7 @@ class LocalEmbedder:
                 windows.append(window.ids)
                 owner.append(index)
         vectors = np.zeros((len(windows), DIM), dtype=np.float32)
-        for batch in batches_by_length(windows, self.batch_size):
+        for batch in batches_by_length(windows, self.batch_size, MAX_BATCH_TOKENS):
             vectors[batch] = self._embed_ids([windows[i] for i in batch])
         np.add.at(out, np.asarray(owner), vectors)
         norms = np.linalg.norm(out, axis=1, keepdims=True)

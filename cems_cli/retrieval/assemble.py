@@ -18,6 +18,10 @@ SessionKey = Callable[[Candidate], str | None]
 
 DEFAULT_BUDGET = 2000
 DEFAULT_MMR_LAMBDA = 0.6
+# Phase 1 covers only the sessions holding a candidate at least this relevant (0..1, normalised). Covering
+# every session found fills the results with one weak memory per session: on LoCoMo (57 questions worded
+# as aggregations) full coverage cost Recall@10 0.792 → 0.782 overall; a floor of 0.5 0.789, 0.8 0.792.
+DEFAULT_SESSION_FLOOR = 0.8
 SESSION_TAG_PREFIX = "session:"
 
 
@@ -74,6 +78,7 @@ def assemble_diverse(
     session_of: SessionKey = session_from_tags,
     mmr_lambda: float = DEFAULT_MMR_LAMBDA,
     max_results: int | None = None,
+    session_floor: float = DEFAULT_SESSION_FLOOR,
 ) -> Assembly:
     """MMR assembly for aggregation queries ("How many doctors did I visit?").
 
@@ -120,7 +125,7 @@ def assemble_diverse(
 
     covered: set[str] = set()
     while not full():
-        pool = [i for i in remaining if sessions[i] not in covered]
+        pool = [i for i in remaining if sessions[i] not in covered and relevance[i] >= session_floor]
         taken = pick(pool, phase=1)
         if taken is None:
             break

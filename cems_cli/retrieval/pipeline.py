@@ -134,17 +134,10 @@ def run_search(service: MemoryService, request: SearchRequest) -> list[SearchRes
         trace.lap("assemble")
         return []
 
-    # 6. Fusion.
-    from cems_cli.retrieval.fusion import fuse_candidates
-
-    fused = fuse_candidates(
-        ranked,
-        candidates,
-        k=settings.rrf_k,
-        original_weight=settings.rrf_original_weight,
-        expansion_weight=settings.rrf_expansion_weight,
-        hybrid_vector_weight=settings.hybrid_vector_weight,
-    )
+    # 6. Fusion, then the session context of each candidate.
+    fused = _fuse(settings, ranked, candidates)
+    if mode != "vector" and (settings.session_neighbour_weight or settings.session_weight):
+        fused = _session_context(conn, fused, filters, settings)
     trace.lap("fuse")
 
     # 7. Reranking of the head; the tail keeps its fused order below it.
@@ -307,8 +300,53 @@ def _build_candidates(conn, chunk_lists, query_vector) -> tuple[dict[str, Candid
     return candidates, ranked
 
 
+def _fuse(settings, ranked: list[RankedList], candidates: dict[str, Candidate]) -> list[Candidate]:
+    from cems_cli.retrieval.fusion import fuse_candidates, linear_fuse
+
+    if settings.fusion == "linear":
+        return linear_fuse(
+            ranked,
+            candidates,
+            vector_weight=settings.fusion_vector_weight,
+            original_weight=settings.rrf_original_weight,
+            expansion_weight=settings.rrf_expansion_weight,
+        )
+    return fuse_candidates(
+        ranked,
+        candidates,
+        k=settings.rrf_k,
+        original_weight=settings.rrf_original_weight,
+        expansion_weight=settings.rrf_expansion_weight,
+        hybrid_vector_weight=settings.hybrid_vector_weight,
+    )
+
+
+def _session_context(conn, fused: list[Candidate], filters: SearchFilters, settings) -> list[Candidate]:
+    """Neighbours in the same session lend evidence (one query places the candidates in their sessions)."""
+    from cems_cli.retrieval.neighbours import SessionPosition, apply_session_context, session_of
+    from cems_cli.store.search import session_positions
+
+    sessions = {c.document_id: s for c in fused if (s := session_of(c.tags))}
+    if not sessions:
+        return fused
+    placed = session_positions(conn, sorted(set(sessions.values())), list(sessions), filters)
+    positions = {
+        doc: SessionPosition(session, placed[(doc, session)])
+        for doc, session in sessions.items()
+        if (doc, session) in placed
+    }
+    return apply_session_context(
+        fused,
+        positions,
+        window=settings.session_window,
+        neighbour_weight=settings.session_neighbour_weight,
+        session_weight=settings.session_weight,
+    )
+
+
 def _attach_embeddings(conn, candidates: list[Candidate]) -> None:
-    """Stored vectors for the few candidates semantic dedup compares (fetched only for them)."""
+    """Stored vectors for the few candidates semantic dedup compares (fetched only for them; a memory
+    embedded with its context has none to compare, and is always kept)."""
     from cems_cli.store.search import fetch_embeddings
 
     vectors = fetch_embeddings(conn, [c.chunk_id for c in candidates])

@@ -182,13 +182,14 @@ def _drop_search_indexes(conn: psycopg.Connection) -> list[str]:
 
 def iter_owned_memories(conn: psycopg.Connection, user: str, batch: int = 1000) -> Iterator[MemoryRecord]:
     """The user's own live memories (personal and those they shared), oldest first, streamed.
+    Ties keep the order they were recorded in, so a re-import keeps each session's order.
 
     Rules are left out: a rule is a memory plus the structured spec in `rules`, moved with `cems rule`.
     """
     with conn.transaction(), conn.cursor(name="cems_export") as cur:
         cur.execute(
             f"SELECT {document_columns()} FROM memory_documents d WHERE d.user_id = %s AND NOT d.archived "
-            "AND d.category <> 'rules' ORDER BY d.created_at, d.id",
+            "AND d.category <> 'rules' ORDER BY d.created_at, d.seq",
             (user,),
         )
         while rows := cur.fetchmany(batch):

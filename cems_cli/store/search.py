@@ -158,14 +158,38 @@ def as_array(value) -> np.ndarray:
 
 
 def fetch_embeddings(conn: psycopg.Connection, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
-    """chunk id → stored embedding, in binary (parsing 384 floats from text per row is the slow part)."""
+    """chunk id → stored embedding of its text alone, in binary (parsing 384 floats from text per row is the
+    slow part). Chunks embedded with a context are left out: their vector mixes in the surrounding text,
+    so two neighbours that quote each other would look like duplicates (seen on LoCoMo: adjacent turns)."""
     if not chunk_ids:
         return {}
     with conn.cursor(binary=True) as cur:
         rows = cur.execute(
-            "SELECT id, embedding FROM memory_chunks WHERE id = ANY(%s::uuid[])", (list(chunk_ids),)
+            "SELECT id, embedding FROM memory_chunks WHERE id = ANY(%s::uuid[]) AND context IS NULL",
+            (list(chunk_ids),),
         ).fetchall()
     return {str(r[0]): as_array(r[1]) for r in rows}
+
+
+def session_positions(
+    conn: psycopg.Connection, sessions: Sequence[str], document_ids: Sequence[str], filters: SearchFilters
+) -> dict[tuple[str, str], int]:
+    """(document id, session tag) → 0-based place among the session's visible memories, in recorded order,
+    for the given documents; the sessions' other memories are only counted, never fetched."""
+    if not sessions or not document_ids:
+        return {}
+    where, params = _where(filters)
+    params.update(sessions=list(sessions), ids=list(document_ids))
+    rows = conn.execute(
+        "SELECT id, tag, pos FROM ("
+        "  SELECT d.id, t.tag, "
+        "    row_number() OVER (PARTITION BY t.tag ORDER BY d.created_at, d.seq) - 1 AS pos "
+        "  FROM memory_documents d CROSS JOIN LATERAL unnest(d.tags) AS t(tag) "
+        f" WHERE d.tags && %(sessions)s::text[] AND t.tag = ANY(%(sessions)s::text[]) AND {where}"
+        ") placed WHERE id = ANY(%(ids)s::uuid[])",
+        params,
+    ).fetchall()
+    return {(str(r[0]), r[1]): int(r[2]) for r in rows}
 
 
 def neighbour_chunks(conn: psycopg.Connection, document_id: str, chunk_index: int) -> list[tuple[int, str]]:

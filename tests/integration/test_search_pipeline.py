@@ -155,3 +155,34 @@ def test_auto_mode_routes_simple_lookups_to_vector(cli, llm_env):
     stages = result.json()["results"][0]["explain"]["pipeline"]["stages"]
     assert stages["understand"]["mode"] in ("vector", "hybrid")
     assert stages["understand"]["mode"] == stages["understand"]["route"]
+
+
+def test_session_neighbours_lend_their_score(cli, tmp_path):
+    """The answer after a matching question is placed in its session and scored with its neighbour."""
+    turns = [
+        "Which database should we use for the billing service?",
+        "Postgres: invoices need transactions that span several tables.",
+        "Agreed, and we keep the nightly backups too.",
+    ]
+    lines = [{"content": text, "tags": ["session:design-review"], "created_at": "2025-03-01T10:00:00+00:00"}
+             for text in turns]
+    lines.append({"content": "The office coffee machine is broken again.", "tags": ["session:chat"]})
+    lines.append({"content": "Lint with ruff before every commit."})  # no session at all
+    path = tmp_path / "memories.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert cli("import", str(path)).code == 0
+
+    result = cli("search", "which database for the billing service", "--explain", "--json", "--limit", "5")
+    assert result.code == 0
+    by_content = {r["content"]: r["explain"] for r in result.json()["results"]}
+    question, answer = by_content[turns[0]], by_content[turns[1]]
+    # One timestamp for the whole session: the import order decides the places.
+    assert (question["session"]["position"], answer["session"]["position"]) == (0, 1)
+    assert answer["session"]["session"] == "session:design-review"
+    assert answer["session"]["neighbour"] == pytest.approx(question["fusion"]["score"])
+    assert answer["fusion"]["method"] == "linear"
+    assert "session" not in by_content.get("Lint with ruff before every commit.", {})
+
+    # Export keeps the recorded order, so a re-import keeps the session's places.
+    exported = [json.loads(line) for line in cli("export").stdout.splitlines()]
+    assert [m["content"] for m in exported if "session:design-review" in m["tags"]] == turns

@@ -10,6 +10,7 @@ import pytest
 from cems_cli.retrieval.fusion import (
     effective_weight,
     fuse_candidates,
+    linear_fuse,
     max_normalise,
     min_max_normalise,
     weighted_rrf,
@@ -190,3 +191,63 @@ def test_max_normalise():
     assert max_normalise([0.0, 0.0]) == [0.0, 0.0]
     assert max_normalise([]) == []
     assert max_normalise([float("inf"), 2.0]) == [0.0, 1.0]
+
+
+# --- linear score fusion ---------------------------------------------------------------------------------
+
+
+def scored(name: str, items: list[tuple[str, float]], *, kind: ListKind, original: bool = True,
+           weight: float | None = None) -> RankedList:
+    return RankedList(name=name, kind=kind, items=[RankedItem(d, s) for d, s in items], is_original=original,
+                      weight=weight)
+
+
+def test_linear_fuse_hand_computed():
+    # lexical: bm25 8, 4, 2 → 1.0, 0.5, 0.25; vector: cosines; v = 1.5, score = (lex + 1.5 vec) / 2.5.
+    lists = [scored("original:lexical", [("a", 8.0), ("b", 4.0), ("c", 2.0)], kind="lexical"),
+             scored("original:vector", [("b", 0.8), ("d", 0.6)], kind="vector")]
+    cands = {d: cand(d, v) for d, v in {"a": 0.1, "b": 0.8, "c": 0.3, "d": 0.6}.items()}
+    fused = linear_fuse(lists, cands, vector_weight=1.5)
+    scores = {c.document_id: c.score for c in fused}
+    assert scores == pytest.approx({"a": (1.0 + 0.15) / 2.5, "b": (0.5 + 1.2) / 2.5, "c": (0.25 + 0.45) / 2.5,
+                                    "d": 0.9 / 2.5})
+    assert [c.document_id for c in fused] == ["b", "a", "d", "c"]
+    assert cands["a"].explain["fusion"]["lexical"] == 1.0 and cands["a"].lexical_score == 1.0
+    # a is only in the lexical list, but its cosine to the query (computed for every candidate) counts.
+    assert cands["a"].explain["fusion"]["vector"] == pytest.approx(0.1)
+
+
+def test_linear_fuse_expansions_count_at_their_relative_weight():
+    # original weight 2, expansion 1: an expansion's normalised score counts half.
+    lists = [scored("original:lexical", [("a", 10.0)], kind="lexical"),
+             scored("expansion1:lexical", [("b", 3.0)], kind="lexical", original=False),
+             scored("expansion1:vector", [("c", 0.9)], kind="vector", original=False)]
+    cands = {d: cand(d, 0.0) for d in "abc"}
+    fused = {c.document_id: c for c in linear_fuse(lists, cands, vector_weight=1.0)}
+    assert fused["a"].score == pytest.approx(0.5)
+    assert fused["b"].score == pytest.approx(0.25)  # (0.5 * 1.0 + 0) / 2
+    assert fused["c"].score == pytest.approx(0.225)  # (0 + 0.5 * 0.9) / 2
+
+
+def test_linear_fuse_edge_cases():
+    cands = {"a": cand("a", -0.4), "b": cand("b", float("nan"))}
+    lists = [scored("original:lexical", [("a", 0.0), ("b", 0.0)], kind="lexical"),
+             scored("dropped:vector", [("a", 0.9)], kind="vector", weight=0.0)]
+    fused = linear_fuse(lists, cands, vector_weight=1.5)
+    # No positive BM25 and no usable cosine: scores are 0, never negative or NaN; weight 0 adds nothing.
+    assert [c.score for c in fused] == [0.0, 0.0]
+    assert linear_fuse([], cands) == []
+    with pytest.raises(ValueError, match="without a candidate"):
+        linear_fuse([scored("original:vector", [("zzz", 0.5)], kind="vector")], cands)
+    with pytest.raises(ValueError, match="vector weight"):
+        linear_fuse(lists, cands, vector_weight=-1)
+
+
+def test_linear_fuse_takes_a_documents_best_chunk_and_records_ranks():
+    lists = [scored("original:lexical", [("a", 4.0), ("b", 3.0), ("a", 1.0)], kind="lexical"),
+             scored("original:vector", [("b", 0.2), ("a", 0.5), ("b", 0.6)], kind="vector")]
+    cands = {"a": cand("a", 0.0), "b": cand("b", 0.0)}
+    fused = {c.document_id: c for c in linear_fuse(lists, cands, vector_weight=1.0)}
+    assert fused["a"].score == pytest.approx((1.0 + 0.5) / 2)
+    assert fused["b"].score == pytest.approx((0.75 + 0.6) / 2)
+    assert fused["b"].explain["fusion"]["ranks"] == {"original:lexical": 2, "original:vector": 1}
