@@ -5,6 +5,7 @@
     score *= 1.1                             pinned
     score *= 1.3 | 0.8 | 0.9                 same project | other project | no project reference
     score *= temporal recency factor         temporal queries only, see `temporal_factor`
+    score *= 1 + time_cue_boost              created within the time the query names (timecues.py)
     score  = clamp(score, 0, 1)
 
 Every factor is recorded in candidate.explain["adjust"]. `now` is a parameter so tests control time.
@@ -16,8 +17,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from cems_cli.retrieval.types import Candidate
+
+if TYPE_CHECKING:
+    from cems_cli.retrieval.timecues import TimeCue
 
 _PROJECT_PREFIX = "project:"
 
@@ -34,6 +39,9 @@ class AdjustSettings:
     # Temporal queries: memcity's "recent documents get a small boost, older slightly penalised".
     temporal_strength: float = 0.1  # the factor spans 1 - strength (very old) .. 1 + strength (today)
     temporal_half_days: float = 30.0  # the age at which the factor is exactly 1.0
+    # "What did we decide in March?": memories recorded then. LoCoMo, 264 questions naming a time: see
+    # bench/RESULTS.md.
+    time_cue_boost: float = 0.6
 
 
 DEFAULT_ADJUST = AdjustSettings()
@@ -96,6 +104,7 @@ def adjust_candidate(
     current_project: str | None = None,
     is_temporal: bool = False,
     settings: AdjustSettings = DEFAULT_ADJUST,
+    time_cue: TimeCue | None = None,
 ) -> float:
     """Apply every factor to cand.score; records them in cand.explain["adjust"] and returns the new score."""
     base = cand.score if math.isfinite(cand.score) else 0.0
@@ -112,7 +121,8 @@ def adjust_candidate(
         if is_temporal
         else 1.0
     )
-    unclamped = base * priority * decay * pinned * project * temporal
+    cue = 1.0 + settings.time_cue_boost if time_cue is not None and time_cue.matches(cand.created_at) else 1.0
+    unclamped = base * priority * decay * pinned * project * temporal * cue
     cand.score = min(1.0, max(0.0, unclamped))
     cand.explain["adjust"] = {
         "base": base,
@@ -122,6 +132,7 @@ def adjust_candidate(
         "pinned": pinned,
         "project": project,
         "temporal": temporal,
+        "time_cue": cue,
         "unclamped": unclamped,
         "score": cand.score,
     }
@@ -135,10 +146,11 @@ def apply_adjustments(
     current_project: str | None = None,
     is_temporal: bool = False,
     settings: AdjustSettings = DEFAULT_ADJUST,
+    time_cue: TimeCue | None = None,
 ) -> list[Candidate]:
     """Adjust every candidate in place; returns them best first (ties keep their order)."""
     for cand in candidates:
         adjust_candidate(cand, now=now, current_project=current_project, is_temporal=is_temporal,
-                         settings=settings)
+                         settings=settings, time_cue=time_cue)
     # Rank by the unclamped product: clamping to 1.0 would otherwise tie every strong, boosted memory.
     return sorted(candidates, key=lambda c: -c.explain["adjust"]["unclamped"])

@@ -156,9 +156,17 @@ def run_search(service: MemoryService, request: SearchRequest) -> list[SearchRes
 
     # 9. Score adjustments.
     from cems_cli.retrieval.adjust import apply_adjustments
+    from cems_cli.retrieval.timecues import parse_time_cue
 
+    now = datetime.now(UTC)
+    cue = parse_time_cue(request.query, now)
+    trace.stages["time_cue"] = None if cue is None else cue.label
     adjusted = apply_adjustments(
-        kept, now=datetime.now(UTC), current_project=request.current_project, is_temporal=analysis.is_temporal
+        kept,
+        now=now,
+        current_project=request.current_project,
+        is_temporal=analysis.is_temporal,
+        time_cue=cue,
     )
     if request.min_score is not None:
         adjusted = [c for c in adjusted if c.score >= request.min_score]
