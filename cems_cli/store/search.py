@@ -83,6 +83,11 @@ def query_lexemes(conn: psycopg.Connection, query: str) -> list[str]:
     return list(row[0]) if row else []
 
 
+def _quoted(lexeme: str) -> str:
+    """A lexeme as tsquery text: quoted, so any character in it is taken literally."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
 def lexical_hits(conn: psycopg.Connection, query: str, filters: SearchFilters, limit: int) -> list[ChunkHit]:
     """BM25 over the full-text index: any query term may match (natural questions rarely contain every
     term), and rare terms count more than common ones (inverse document frequency over what the asker can
@@ -92,33 +97,37 @@ def lexical_hits(conn: psycopg.Connection, query: str, filters: SearchFilters, l
     if not lexemes:
         return []
     where, params = _where(filters)
-    params.update({f"lx{i}": lexeme for i, lexeme in enumerate(lexemes)})
+    # Each lexeme as a tsquery, once for any weight and once for content only (weight A). The SQL text is the
+    # same for every query, so psycopg prepares it after a few runs and the server stops re-planning it.
+    params.update(
+        any_weight=[_quoted(lexeme) for lexeme in lexemes],
+        content_only=[_quoted(lexeme) + ":A" for lexeme in lexemes],
+    )
     # Document frequencies come from the GIN index, one probe per term, and count content only (a memory's
     # context repeats its neighbours' words). N counts the visible documents, no chunk scan.
-    frequencies = ", ".join(
-        "(SELECT count(*) FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
-        f"WHERE c.search_vector @@ to_tsquery('simple', quote_literal(%(lx{i})s) || ':A') AND {where})"
-        for i in range(len(lexemes))
-    )
     stats = conn.execute(
-        f"SELECT (SELECT count(*) FROM memory_documents d WHERE {where}), {frequencies}", params
+        f"SELECT (SELECT count(*) FROM memory_documents d WHERE {where}), "
+        "  array(SELECT (SELECT count(*) FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
+        f"                WHERE c.search_vector @@ t.q AND {where}) "
+        "        FROM unnest(%(content_only)s::tsquery[]) WITH ORDINALITY AS t(q, i) ORDER BY t.i)",
+        params,
     ).fetchone()
-    total, frequencies_found = int(stats[0]), stats[1:]
+    total, frequencies_found = int(stats[0]), stats[1]
     idf = [math.log(1.0 + (total - df + 0.5) / (df + 0.5)) for df in frequencies_found]
     params.update(
-        lex=lexemes, idf=idf, limit=limit, k1=BM25_K1, b=BM25_B, ctx=CONTEXT_TERM_WEIGHT,
-        any_term=" | ".join("'" + lexeme.replace("'", "''") + "'" for lexeme in lexemes),
+        idf=idf, limit=limit, k1=BM25_K1, b=BM25_B, ctx=CONTEXT_TERM_WEIGHT,
+        any_term=" | ".join(params["any_weight"]),
     )
     # The average length is taken over the matching chunks (a window over the match set, no extra scan).
     rows = conn.execute(
         "WITH m AS ("
         "  SELECT c.id, c.document_id, c.chunk_index, length(ts_filter(c.search_vector, '{a}')) AS dl, "
-        "    (SELECT sum(t.idf * CASE WHEN c.search_vector @@ to_tsquery('simple', quote_literal(t.lex) "
-        "                        || ':A') THEN 1.0 ELSE %(ctx)s END) "
-        "     FROM unnest(%(lex)s::text[], %(idf)s::float8[]) AS t(lex, idf) "
-        "     WHERE c.search_vector @@ to_tsquery('simple', quote_literal(t.lex))) AS s "
+        "    (SELECT sum(t.idf * CASE WHEN c.search_vector @@ t.qa THEN 1.0 ELSE %(ctx)s END) "
+        "     FROM unnest(%(any_weight)s::tsquery[], %(content_only)s::tsquery[], %(idf)s::float8[]) "
+        "       AS t(q, qa, idf) "
+        "     WHERE c.search_vector @@ t.q) AS s "
         "  FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
-        f" WHERE c.search_vector @@ to_tsquery('simple', %(any_term)s) AND {where}) "
+        f" WHERE c.search_vector @@ %(any_term)s::tsquery AND {where}) "
         "SELECT id, document_id, chunk_index, "
         "  s * (%(k1)s + 1) / (1 + %(k1)s * (1 - %(b)s + %(b)s * dl / greatest(avg(dl) OVER (), 1))) "
         "  AS score "
