@@ -107,8 +107,8 @@ def lexical_hits(conn: psycopg.Connection, query: str, filters: SearchFilters, l
     # context repeats its neighbours' words). N counts the visible documents, no chunk scan.
     stats = conn.execute(
         f"SELECT (SELECT count(*) FROM memory_documents d WHERE {where}), "
-        "  array(SELECT (SELECT count(*) FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
-        f"                WHERE c.search_vector @@ t.q AND {where}) "
+        "  array(SELECT (SELECT count(*) FROM memory_chunks c JOIN memory_documents d "
+        f"                ON d.id = c.document_id WHERE c.search_vector @@ t.q AND {where}) "
         "        FROM unnest(%(content_only)s::tsquery[]) WITH ORDINALITY AS t(q, i) ORDER BY t.i)",
         params,
     ).fetchone()
