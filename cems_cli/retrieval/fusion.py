@@ -167,7 +167,7 @@ def fuse_candidates(
 # w(L) is 1 for the original query's lists and expansion_weight / original_weight for expansions. Unlike
 # RRF, this keeps how far apart the retrievers' scores are: a memory that matches the rare words of a
 # question nearly as well as the best one stays near it, instead of falling a rank step behind. Measured on
-# LoCoMo (bench/RESULTS.md): Recall@5 0.637 → see there.
+# LoCoMo, no LLM, every other stage unchanged: Recall@5 / @10 0.637 / 0.721 with RRF → 0.691 / 0.767.
 
 DEFAULT_FUSION_VECTOR_WEIGHT = 1.5
 

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from cems_cli.llm import LLMClient
     from cems_cli.retrieval.types import Candidate, QueryAnalysis, RankedList
     from cems_cli.service import MemoryService, SearchResult
+    from cems_cli.store.records import MemoryRecord
     from cems_cli.store.search import ChunkHit, SearchFilters
 
 SNIPPET_CHARS = 300
@@ -129,7 +130,7 @@ def run_search(service: MemoryService, request: SearchRequest) -> list[SearchRes
     trace.stages["queries"] = [{"name": v.name, "text": v.text, "original": v.is_original} for v in variants]
     trace.lap("retrieve")
 
-    candidates, ranked = _build_candidates(conn, chunk_lists, query_vector)
+    candidates, ranked, documents = _build_candidates(conn, chunk_lists, query_vector)
     if not candidates:
         trace.lap("assemble")
         return []
@@ -175,7 +176,7 @@ def run_search(service: MemoryService, request: SearchRequest) -> list[SearchRes
     # 10. Assembly within the token budget (MMR across sessions for aggregation questions).
     selected = _assemble(adjusted, request, settings, diverse=analysis.is_aggregation and mode != "vector")
     trace.lap("assemble")
-    return _results(service, selected, request, trace)
+    return _results(service, selected, request, trace, documents)
 
 
 # --- stages -----------------------------------------------------------------------------------------------
@@ -259,10 +260,13 @@ def _best_per_document(hits: list[ChunkHit]) -> list[ChunkHit]:
     return best
 
 
-def _build_candidates(conn, chunk_lists, query_vector) -> tuple[dict[str, Candidate], list[RankedList]]:
-    """One candidate per document (its chunk closest to the query) and one ranked list per retrieval."""
+def _build_candidates(
+    conn, chunk_lists, query_vector
+) -> tuple[dict[str, Candidate], list[RankedList], dict[str, MemoryRecord]]:
+    """One candidate per document (its chunk closest to the query), one ranked list per retrieval, and the
+    candidates' documents."""
     from cems_cli.retrieval.types import Candidate, RankedItem, RankedList
-    from cems_cli.store.search import fetch_chunks, fetch_documents
+    from cems_cli.store.search import fetch_candidates
 
     ranked: list[RankedList] = []
     chunk_ids: dict[str, set[str]] = {}
@@ -279,8 +283,7 @@ def _build_candidates(conn, chunk_lists, query_vector) -> tuple[dict[str, Candid
                 items=[RankedItem(h.document_id, h.score) for h in _best_per_document(hits)],
             )
         )
-    documents = fetch_documents(conn, list(chunk_ids))
-    chunks = fetch_chunks(conn, [c for ids in chunk_ids.values() for c in ids], query_vector)
+    documents, chunks = fetch_candidates(conn, [c for ids in chunk_ids.values() for c in ids], query_vector)
     candidates: dict[str, Candidate] = {}
     for doc_id, ids in chunk_ids.items():
         record = documents.get(doc_id)
@@ -305,7 +308,7 @@ def _build_candidates(conn, chunk_lists, query_vector) -> tuple[dict[str, Candid
         )
     for ranked_list in ranked:  # a document whose row vanished mid-search drops out of every list
         ranked_list.items = [item for item in ranked_list.items if item.document_id in candidates]
-    return candidates, ranked
+    return candidates, ranked, documents
 
 
 def _fuse(settings, ranked: list[RankedList], candidates: dict[str, Candidate]) -> list[Candidate]:
@@ -417,14 +420,17 @@ def _token_counter(candidates: list[Candidate], budget: int):
 
 
 def _results(
-    service: MemoryService, selected: list[Candidate], request: SearchRequest, trace: Trace
+    service: MemoryService,
+    selected: list[Candidate],
+    request: SearchRequest,
+    trace: Trace,
+    documents: dict[str, MemoryRecord],
 ) -> list[SearchResult]:
     from cems_cli.retrieval.rerank_blend import best_snippet
     from cems_cli.retrieval.understand import query_terms
     from cems_cli.service import SearchResult
-    from cems_cli.store.search import fetch_documents, neighbour_chunks
+    from cems_cli.store.search import neighbour_chunks
 
-    documents = fetch_documents(service.conn, [c.document_id for c in selected])
     terms = query_terms(request.query)
     results = []
     for cand in selected:

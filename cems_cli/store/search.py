@@ -147,17 +147,26 @@ def fetch_documents(conn: psycopg.Connection, document_ids: Sequence[str]) -> di
     return {str(r[0]): MemoryRecord.from_row(r) for r in rows}
 
 
-def fetch_chunks(
+def fetch_candidates(
     conn: psycopg.Connection, chunk_ids: Sequence[str], query_vector: np.ndarray
-) -> dict[str, tuple[str, float]]:
-    """chunk id → (content, cosine similarity to the query), computed by the server: no vectors travel."""
+) -> tuple[dict[str, MemoryRecord], dict[str, tuple[str, float]]]:
+    """In one round trip: the documents of the given chunks, and chunk id → (content, cosine similarity to
+    the query), computed by the server (no vectors travel)."""
     if not chunk_ids:
-        return {}
+        return {}, {}
     rows = conn.execute(
-        "SELECT id, content, 1 - (embedding <=> %s) FROM memory_chunks WHERE id = ANY(%s::uuid[])",
+        f"SELECT c.id, c.content, 1 - (c.embedding <=> %s), {document_columns()} "
+        "FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id WHERE c.id = ANY(%s::uuid[])",
         (query_vector, list(chunk_ids)),
     ).fetchall()
-    return {str(r[0]): (r[1], float(r[2])) for r in rows}
+    documents: dict[str, MemoryRecord] = {}
+    chunks: dict[str, tuple[str, float]] = {}
+    for row in rows:
+        chunks[str(row[0])] = (row[1], float(row[2]))
+        document_id = str(row[3])
+        if document_id not in documents:
+            documents[document_id] = MemoryRecord.from_row(row[3:])
+    return documents, chunks
 
 
 def as_array(value) -> np.ndarray:
