@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,10 +48,19 @@ def _where(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
     return " AND ".join(where), params
 
 
+# Connections already set up for search: the settings last as long as the session, and two SETs per search
+# were two round trips of every query.
+_PREPARED: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
+
+
 def prepare_session(conn: psycopg.Connection) -> None:
+    if conn in _PREPARED:
+        return
     # Iterative scans keep an HNSW search going until enough rows pass the filters (pgvector ≥ 0.8).
-    conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}")
-    conn.execute("SET hnsw.iterative_scan = relaxed_order")
+    idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}; SET hnsw.iterative_scan = relaxed_order")
+    if idle and conn.autocommit:  # inside a transaction, a rollback would undo the SETs: not remembered
+        _PREPARED.add(conn)
 
 
 def vector_hits(

@@ -186,3 +186,39 @@ def test_session_neighbours_lend_their_score(cli, tmp_path):
     # Export keeps the recorded order, so a re-import keeps the session's places.
     exported = [json.loads(line) for line in cli("export").stdout.splitlines()]
     assert [m["content"] for m in exported if "session:design-review" in m["tags"]] == turns
+
+
+def test_search_settings_are_set_once_per_connection(env):
+    from cems_cli.config import load_settings
+    from cems_cli.service import MemoryService
+    from cems_cli.store.search import HNSW_EF_SEARCH, prepare_session
+
+    with MemoryService(load_settings()) as svc:
+        svc.remember("Use ruff for linting", category="preferences")
+        statements: list[str] = []
+        conn = svc.conn
+        original = conn.execute
+
+        def spy(query, *args, **kwargs):
+            statements.append(str(query))
+            return original(query, *args, **kwargs)
+
+        conn.execute = spy  # type: ignore[method-assign]
+        for _ in range(3):
+            assert svc.search("linting tool", mode="vector", track_access=False)
+        assert sum("SET hnsw" in s for s in statements) <= 1
+        assert original("SHOW hnsw.ef_search").fetchone()[0] == str(HNSW_EF_SEARCH)
+
+    # Inside a transaction a rollback would undo the SETs, so there they are not taken as done.
+    from cems_cli.store.db import connect
+
+    fresh = connect(load_settings())
+    try:
+        with pytest.raises(RuntimeError), fresh.transaction():
+            prepare_session(fresh)
+            raise RuntimeError("roll back")
+        assert fresh.execute("SHOW hnsw.ef_search").fetchone()[0] != str(HNSW_EF_SEARCH)
+        prepare_session(fresh)
+        assert fresh.execute("SHOW hnsw.ef_search").fetchone()[0] == str(HNSW_EF_SEARCH)
+    finally:
+        fresh.close()
