@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 from cems_cli.retrieval.types import Candidate
 
-SESSION_TAG_PREFIX = "session:"
 DEFAULT_WINDOW = 2
 DEFAULT_NEIGHBOUR_WEIGHT = 0.5
 DEFAULT_SESSION_WEIGHT = 0.2
@@ -31,11 +30,6 @@ DEFAULT_SESSION_WEIGHT = 0.2
 class SessionPosition:
     session: str
     position: int  # 0-based place of the memory among its session's visible memories, in recorded order
-
-
-def session_of(tags: Sequence[str]) -> str | None:
-    """A memory's session tag (the first, if it somehow has several)."""
-    return next((tag for tag in tags if tag.startswith(SESSION_TAG_PREFIX)), None)
 
 
 def apply_session_context(

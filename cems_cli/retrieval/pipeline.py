@@ -334,10 +334,11 @@ def _fuse(settings, ranked: list[RankedList], candidates: dict[str, Candidate]) 
 
 def _session_context(conn, fused: list[Candidate], filters: SearchFilters, settings) -> list[Candidate]:
     """Neighbours in the same session lend evidence (one query places the candidates in their sessions)."""
-    from cems_cli.retrieval.neighbours import SessionPosition, apply_session_context, session_of
+    from cems_cli.retrieval.assemble import session_from_tags
+    from cems_cli.retrieval.neighbours import SessionPosition, apply_session_context
     from cems_cli.store.search import session_positions
 
-    sessions = {c.document_id: s for c in fused if (s := session_of(c.tags))}
+    sessions = {c.document_id: s for c in fused if (s := session_from_tags(c))}
     if not sessions:
         return fused
     placed = session_positions(conn, sorted(set(sessions.values())), list(sessions), filters)

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cems_cli.retrieval.neighbours import SessionPosition, apply_session_context, session_of
+from cems_cli.retrieval.assemble import session_from_tags
+from cems_cli.retrieval.neighbours import SessionPosition, apply_session_context
 from cems_cli.retrieval.types import Candidate
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -17,9 +18,9 @@ def cand(doc_id: str, score: float, tags: list[str] | None = None) -> Candidate:
                      category="general", created_at=T0, score=score, tags=tags or [])
 
 
-def test_session_of_takes_the_session_tag():
-    assert session_of(["doc:x", "session:s1", "session:s2"]) == "session:s1"
-    assert session_of(["topic"]) is None
+def test_the_session_is_the_first_session_tag():
+    assert session_from_tags(cand("x", 0.1, ["doc:x", "session:s1", "session:s2"])) == "session:s1"
+    assert session_from_tags(cand("y", 0.1, ["topic"])) is None
 
 
 def test_hand_computed_scores():
