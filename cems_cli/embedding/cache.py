@@ -34,6 +34,8 @@ class CachedQueryEmbedder:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self._db = sqlite3.connect(str(path), timeout=2, check_same_thread=False)
                 self._db.execute("PRAGMA journal_mode=WAL")
+                # A cache entry lost to a power cut is recomputed: no fsync on every query's commit.
+                self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute("CREATE TABLE IF NOT EXISTS q (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
 
     def _key(self, text: str) -> str:

@@ -102,14 +102,14 @@ def assemble_diverse(
     def full() -> bool:
         return max_results is not None and len(chosen) >= max_results
 
+    # Each candidate's highest similarity to anything chosen so far, updated once per choice: every MMR
+    # round then costs one pass over the pool instead of a Jaccard against every chosen candidate.
+    redundancy = [0.0] * len(candidates)
+
     def pick(pool: list[int], phase: int) -> int | None:
         """Select the best-MMR candidate of `pool` that fits the budget; drop those that never will."""
         while pool:
-            mmr = {
-                i: mmr_lambda * relevance[i]
-                - (1.0 - mmr_lambda) * max((jaccard(words[i], words[j]) for j in chosen), default=0.0)
-                for i in pool
-            }
+            mmr = {i: mmr_lambda * relevance[i] - (1.0 - mmr_lambda) * redundancy[i] for i in pool}
             best_i = max(pool, key=lambda i: (mmr[i], -i))  # -i: the earlier candidate wins a tie
             best_mmr = mmr[best_i]
             pool.remove(best_i)
@@ -120,6 +120,8 @@ def assemble_diverse(
                 result.selected.append(candidates[best_i])
                 result.tokens += cost
                 candidates[best_i].explain["assembly"] = {"tokens": cost, "phase": phase, "mmr": best_mmr}
+                for i in remaining:
+                    redundancy[i] = max(redundancy[i], jaccard(words[i], words[best_i]))
                 return best_i
         return None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import weakref
 from collections.abc import Sequence
@@ -85,12 +86,41 @@ BM25_B = 0.4  # memories are short and similar in length: length matters less th
 CONTEXT_TERM_WEIGHT = 0.5
 
 
-def query_lexemes(conn: psycopg.Connection, query: str) -> list[str]:
-    """The query's distinct stemmed, stopword-free lexemes (the english text search configuration)."""
-    row = conn.execute(
-        "SELECT coalesce(array_agg(DISTINCT lexeme), '{}') FROM unnest(to_tsvector('english', %s))", (query,)
-    ).fetchone()
-    return list(row[0]) if row else []
+# Query terms that stand next to each other ("support group", "dog park") and stand so in a memory's content
+# add this much of their mean IDF: proximity is evidence that single terms cannot give. Measured on LoCoMo
+# (no LLM): Recall@10 +0.003 on each half of the conversations at 1.0; 0.5 and 1.5 gained less.
+PHRASE_WEIGHT = 1.0
+# Terms at most this many places apart in the query count as a pair (stop words in between keep their
+# places, so "trip to the beach" pairs 'trip' and 'beach' at distance 3 and matches "trip to the beach").
+PHRASE_MAX_DISTANCE = 3
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    lexemes: list[str]  # distinct stemmed, stopword-free lexemes (the english text search configuration)
+    pairs: list[tuple[str, str, int]]  # (first, second, distance) of neighbouring lexemes in the query
+
+
+def neighbouring_pairs(
+    positions: dict[str, Sequence[int]], max_distance: int = PHRASE_MAX_DISTANCE
+) -> list[tuple[str, str, int]]:
+    """Distinct (first, second, distance) for lexemes that follow each other in the query within
+    `max_distance` places; a lexeme next to itself ("very very") is no phrase."""
+    ordered = sorted((place, lexeme) for lexeme, places in positions.items() for place in places)
+    pairs: dict[tuple[str, str, int], None] = {}
+    for (place, first), (next_place, second) in itertools.pairwise(ordered):
+        if first != second and 0 < next_place - place <= max_distance:
+            pairs.setdefault((first, second, next_place - place), None)
+    return list(pairs)
+
+
+def query_terms(conn: psycopg.Connection, query: str) -> QueryTerms:
+    """The query's lexemes and neighbouring pairs, in one round trip."""
+    rows = conn.execute(
+        "SELECT lexeme, positions FROM unnest(to_tsvector('english', %s))", (query,)
+    ).fetchall()
+    positions = {row[0]: list(row[1] or ()) for row in rows}
+    return QueryTerms(sorted(positions), neighbouring_pairs(positions))
 
 
 def _quoted(lexeme: str) -> str:
@@ -98,12 +128,18 @@ def _quoted(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
+def _phrase(first: str, second: str, distance: int) -> str:
+    """Two lexemes `distance` places apart, both in the content (weight A)."""
+    return f"{_quoted(first)}:A <{distance}> {_quoted(second)}:A"
+
+
 def lexical_hits(conn: psycopg.Connection, query: str, filters: SearchFilters, limit: int) -> list[ChunkHit]:
     """BM25 over the full-text index: any query term may match (natural questions rarely contain every
     term), and rare terms count more than common ones (inverse document frequency over what the asker can
     see). PostgreSQL's own ts_rank has no IDF, which on conversational memories ranks filler words as
-    highly as names and topics."""
-    lexemes = query_lexemes(conn, query)
+    highly as names and topics. Neighbouring query terms found side by side in a memory add a phrase bonus."""
+    terms = query_terms(conn, query)
+    lexemes = terms.lexemes
     if not lexemes:
         return []
     where, params = _where(filters)
@@ -124,9 +160,12 @@ def lexical_hits(conn: psycopg.Connection, query: str, filters: SearchFilters, l
     ).fetchone()
     total, frequencies_found = int(stats[0]), stats[1]
     idf = [math.log(1.0 + (total - df + 0.5) / (df + 0.5)) for df in frequencies_found]
+    idf_of = dict(zip(lexemes, idf, strict=True))
     params.update(
         idf=idf, limit=limit, k1=BM25_K1, b=BM25_B, ctx=CONTEXT_TERM_WEIGHT,
         any_term=" | ".join(params["any_weight"]),
+        phrases=[_phrase(*pair) for pair in terms.pairs],
+        phrase_weights=[PHRASE_WEIGHT * (idf_of[a] + idf_of[b]) / 2 for a, b, _ in terms.pairs],
     )
     # The average length is taken over the matching chunks (a window over the match set, no extra scan).
     rows = conn.execute(
@@ -135,7 +174,9 @@ def lexical_hits(conn: psycopg.Connection, query: str, filters: SearchFilters, l
         "    (SELECT sum(t.idf * CASE WHEN c.search_vector @@ t.qa THEN 1.0 ELSE %(ctx)s END) "
         "     FROM unnest(%(any_weight)s::tsquery[], %(content_only)s::tsquery[], %(idf)s::float8[]) "
         "       AS t(q, qa, idf) "
-        "     WHERE c.search_vector @@ t.q) AS s "
+        "     WHERE c.search_vector @@ t.q) "
+        "    + coalesce((SELECT sum(p.w) FROM unnest(%(phrases)s::tsquery[], %(phrase_weights)s::float8[]) "
+        "       AS p(q, w) WHERE c.search_vector @@ p.q), 0) AS s "
         "  FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
         f" WHERE c.search_vector @@ %(any_term)s::tsquery AND {where}) "
         "SELECT id, document_id, chunk_index, "
