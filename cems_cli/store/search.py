@@ -96,7 +96,7 @@ PHRASE_MAX_DISTANCE = 3
 
 
 @dataclass(frozen=True)
-class QueryTerms:
+class LexicalTerms:
     lexemes: list[str]  # distinct stemmed, stopword-free lexemes (the english text search configuration)
     pairs: list[tuple[str, str, int]]  # (first, second, distance) of neighbouring lexemes in the query
 
@@ -114,13 +114,13 @@ def neighbouring_pairs(
     return list(pairs)
 
 
-def query_terms(conn: psycopg.Connection, query: str) -> QueryTerms:
+def lexical_terms(conn: psycopg.Connection, query: str) -> LexicalTerms:
     """The query's lexemes and neighbouring pairs, in one round trip."""
     rows = conn.execute(
         "SELECT lexeme, positions FROM unnest(to_tsvector('english', %s))", (query,)
     ).fetchall()
     positions = {row[0]: list(row[1] or ()) for row in rows}
-    return QueryTerms(sorted(positions), neighbouring_pairs(positions))
+    return LexicalTerms(sorted(positions), neighbouring_pairs(positions))
 
 
 def _quoted(lexeme: str) -> str:
@@ -138,7 +138,7 @@ def lexical_hits(conn: psycopg.Connection, query: str, filters: SearchFilters, l
     term), and rare terms count more than common ones (inverse document frequency over what the asker can
     see). PostgreSQL's own ts_rank has no IDF, which on conversational memories ranks filler words as
     highly as names and topics. Neighbouring query terms found side by side in a memory add a phrase bonus."""
-    terms = query_terms(conn, query)
+    terms = lexical_terms(conn, query)
     lexemes = terms.lexemes
     if not lexemes:
         return []
