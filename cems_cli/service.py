@@ -246,6 +246,7 @@ class MemoryService:
         explain: bool = False,
         cwd: str | None = None,
         track_access: bool = True,
+        now: datetime | None = None,
     ) -> list[SearchResult]:
         from cems_cli.retrieval.pipeline import SearchRequest, run_search
 
@@ -264,6 +265,7 @@ class MemoryService:
             current_project=self.settings.current_project(cwd),
             mode=(mode or self.settings.search_mode),
             explain=explain,
+            now=now,
         )
         if request.mode not in ("vector", "hybrid", "auto"):
             raise UserError(f"unknown mode {request.mode!r} (expected one of: vector, hybrid, auto)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ def eval_(
     limit_questions: int = typer.Option(None, "--limit-questions", help="Only the first N scored questions."),
     out: Path = typer.Option(None, "--out", "-o", help="Write the results JSON here."),
     details: Path = typer.Option(None, "--details", help="Write per-question results (JSONL) here."),
+    as_of: str = typer.Option(None, "--as-of", help="Ask every question at this moment (YYYY-MM-DD or an "
+                              "ISO timestamp; default: when the run starts). Time decay counts from it."),
     as_json: bool = JsonOption,
 ) -> None:
     """Measure retrieval on a benchmark in a throwaway data folder (your memories are never touched)."""
@@ -30,6 +33,7 @@ def eval_(
         return
     if limit_questions is not None and limit_questions < 1:
         fail("--limit-questions must be at least 1")
+    moment = _moment(as_of) if as_of is not None else None
     from cems_cli.config import get_settings
     from cems_cli.evaluation.datasets import DatasetError, load_bench_dir, load_locomo
     from cems_cli.evaluation.report import render_results
@@ -49,7 +53,7 @@ def eval_(
     from cems_cli.cli.progress import progress_bar
 
     run = run_benchmark(benchmark, settings, mode=mode, limit_questions=limit_questions, source=str(source),
-                        progress=lambda label: progress_bar(label, disabled=as_json))
+                        progress=lambda label: progress_bar(label, disabled=as_json), as_of=moment)
     result = run.to_json()
     if out:
         _write(out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
@@ -63,6 +67,15 @@ def eval_(
     console.print(f"ingested {config['units']:,} units in {config['ingest_seconds']:.1f} s; "
                   f"{config['questions']:,} questions in {config['query_seconds']:.1f} s"
                   + (f"; results in {out}" if out else ""))
+
+
+def _moment(text: str) -> datetime:
+    """--as-of: a date (midnight UTC) or an ISO timestamp (UTC when it names no zone)."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        fail(f"--as-of {text!r} is not a date (YYYY-MM-DD) or an ISO timestamp")
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _compare(paths: tuple[Path, Path], as_json: bool) -> None:

@@ -59,10 +59,16 @@ def _rounded(row: dict[str, float | int]) -> dict[str, float | int]:
 
 
 def run_benchmark(bench: Benchmark, base: Settings, *, mode: str, limit_questions: int | None = None,
-                  progress: ProgressFactory | None = None, source: str | None = None) -> EvalRun:
-    """Ingest the corpora the questions need, ask every scored question, and score the answers."""
+                  progress: ProgressFactory | None = None, source: str | None = None,
+                  as_of: datetime | None = None) -> EvalRun:
+    """Ingest the corpora the questions need, ask every scored question, and score the answers.
+
+    Every question is asked at one moment, `as_of` (default: when the run starts): time decay counts whole
+    days from it, so questions asked on either side of a day boundary would otherwise see other scores, and
+    a fixed `as_of` reproduces a run on any later day."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r} (expected one of: {', '.join(MODES)})")
+    as_of = as_of or datetime.now(UTC)
     progress = progress or _no_progress
     questions = bench.scored_questions()
     if limit_questions is not None:
@@ -86,7 +92,7 @@ def run_benchmark(bench: Benchmark, base: Settings, *, mode: str, limit_question
         details: list[dict[str, Any]] = []
         with progress("questions") as update:
             for index, question in enumerate(questions, start=1):
-                ranked, elapsed = spaces[question.corpus_id].ask(question.question, mode)
+                ranked, elapsed = spaces[question.corpus_id].ask(question.question, mode, as_of)
                 gold = bench.qrels[question.qid]
                 row = metrics.question_metrics(ranked, gold)
                 latencies.append(elapsed)
@@ -96,7 +102,7 @@ def run_benchmark(bench: Benchmark, base: Settings, *, mode: str, limit_question
         query_seconds = sum(latencies) / 1000
     config = _config(bench, base, mode=mode, source=source, questions=questions, corpora=needed,
                      units=sum(len(units.get(c, [])) for c in needed), ingest_seconds=ingest_seconds,
-                     query_seconds=query_seconds, limit_questions=limit_questions)
+                     query_seconds=query_seconds, limit_questions=limit_questions, as_of=as_of)
     return EvalRun(metrics.summarise(scored), latencies, config, details)
 
 
@@ -119,10 +125,10 @@ class Corpus:
     service: Any  # MemoryService (imported lazily: the CLI module must stay cheap to import)
     docs_of: dict[str, list[str]]
 
-    def ask(self, question: str, mode: str) -> tuple[list[str], float]:
+    def ask(self, question: str, mode: str, as_of: datetime | None = None) -> tuple[list[str], float]:
         """Ranked doc ids for a question and the search latency in ms (access stats left alone)."""
         started = time.perf_counter()
-        results = self.service.search(question, limit=SEARCH_LIMIT, mode=mode, track_access=False)
+        results = self.service.search(question, limit=SEARCH_LIMIT, mode=mode, track_access=False, now=as_of)
         elapsed = (time.perf_counter() - started) * 1000
         return [doc for result in results for doc in self.docs_of.get(result.id, [])], elapsed
 
@@ -185,7 +191,7 @@ def _detail(question: Question, gold: tuple[str, ...], ranked: list[str], row: d
 
 def _config(bench: Benchmark, base: Settings, *, mode: str, source: str | None, questions: list[Question],
             corpora: list[str], units: int, ingest_seconds: float, query_seconds: float,
-            limit_questions: int | None) -> dict[str, Any]:
+            limit_questions: int | None, as_of: datetime) -> dict[str, Any]:
     settings = {k: v for k, v in base.model_dump(mode="json").items() if k not in _PRIVATE_SETTINGS}
     commit, dirty = git_state()
     from cems_cli import __version__
@@ -193,6 +199,7 @@ def _config(bench: Benchmark, base: Settings, *, mode: str, source: str | None, 
     return {
         "benchmark": bench.name, "source": source, "mode": mode, "limit": SEARCH_LIMIT,
         "questions": len(questions), "limit_questions": limit_questions, "corpora": len(corpora),
+        "as_of": as_of.isoformat(timespec="seconds"),
         "units": units, "memory_text": MEMORY_TEXT_FORMAT,
         "embedding": {"backend": base.embedding_backend, "model": base.resolved_embedding_model,
                       "dim": base.resolved_embedding_dim},

@@ -1,4 +1,5 @@
-"""Score adjustments from memory metadata (seeds 000/003 stage 8, clamped per seed 001 phase 5).
+"""Score adjustments from memory metadata and, for "when" questions, from whether a memory says when
+(seeds 000/003 stage 8, clamped per seed 001 phase 5).
 
     score *= priority                        1.0..2.0 (clamped into that range)
     score *= 1 / (1 + days / 60)             days since last_accessed, else created_at; pinned: exempt
@@ -6,6 +7,7 @@
     score *= 1.3 | 0.8 | 0.9                 same project | other project | no project reference
     score *= temporal recency factor         temporal queries only, see `temporal_factor`
     score *= 1 + time_cue_boost              created within the time the query names (timecues.py)
+    score *= 1 + time_answer_boost           says when, for a question that asks when (answer_type.py)
     score  = clamp(score, 0, 1)
 
 Every factor is recorded in candidate.explain["adjust"]. `now` is a parameter so tests control time.
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from cems_cli.retrieval.answer_type import states_time
 from cems_cli.retrieval.types import Candidate
 
 if TYPE_CHECKING:
@@ -42,6 +45,8 @@ class AdjustSettings:
     # "What did we decide in March?": memories recorded then. LoCoMo, 264 questions naming a time: see
     # bench/RESULTS.md.
     time_cue_boost: float = 0.6
+    # "When did …?": memories that state a time. LoCoMo, 262 "when" questions: see bench/RESULTS.md.
+    time_answer_boost: float = 0.5
 
 
 DEFAULT_ADJUST = AdjustSettings()
@@ -105,6 +110,7 @@ def adjust_candidate(
     is_temporal: bool = False,
     settings: AdjustSettings = DEFAULT_ADJUST,
     time_cue: TimeCue | None = None,
+    asks_for_time: bool = False,
 ) -> float:
     """Apply every factor to cand.score; records them in cand.explain["adjust"] and returns the new score."""
     base = cand.score if math.isfinite(cand.score) else 0.0
@@ -122,7 +128,8 @@ def adjust_candidate(
         else 1.0
     )
     cue = 1.0 + settings.time_cue_boost if time_cue is not None and time_cue.matches(cand.created_at) else 1.0
-    unclamped = base * priority * decay * pinned * project * temporal * cue
+    answer = 1.0 + settings.time_answer_boost if asks_for_time and states_time(cand.content) else 1.0
+    unclamped = base * priority * decay * pinned * project * temporal * cue * answer
     cand.score = min(1.0, max(0.0, unclamped))
     cand.explain["adjust"] = {
         "base": base,
@@ -133,6 +140,7 @@ def adjust_candidate(
         "project": project,
         "temporal": temporal,
         "time_cue": cue,
+        "time_answer": answer,
         "unclamped": unclamped,
         "score": cand.score,
     }
@@ -147,10 +155,11 @@ def apply_adjustments(
     is_temporal: bool = False,
     settings: AdjustSettings = DEFAULT_ADJUST,
     time_cue: TimeCue | None = None,
+    asks_for_time: bool = False,
 ) -> list[Candidate]:
     """Adjust every candidate in place; returns them best first (ties keep their order)."""
     for cand in candidates:
         adjust_candidate(cand, now=now, current_project=current_project, is_temporal=is_temporal,
-                         settings=settings, time_cue=time_cue)
+                         settings=settings, time_cue=time_cue, asks_for_time=asks_for_time)
     # Rank by the unclamped product: clamping to 1.0 would otherwise tie every strong, boosted memory.
     return sorted(candidates, key=lambda c: -c.explain["adjust"]["unclamped"])

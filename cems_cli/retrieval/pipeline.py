@@ -43,6 +43,9 @@ class SearchRequest:
     # Hooks pass their own: a tight token budget and a floor below which nothing is worth injecting.
     token_budget: int | None = None
     min_score: float | None = None
+    # The moment the question is asked: time decay, time cues and "yesterday" count from it. None is the
+    # current time; a fixed moment makes a search reproducible (`cems eval --as-of`).
+    now: datetime | None = None
 
 
 @dataclass
@@ -157,17 +160,21 @@ def run_search(service: MemoryService, request: SearchRequest) -> list[SearchRes
 
     # 9. Score adjustments.
     from cems_cli.retrieval.adjust import apply_adjustments
+    from cems_cli.retrieval.answer_type import asks_for_time
     from cems_cli.retrieval.timecues import parse_time_cue
 
-    now = datetime.now(UTC)
+    now = request.now or datetime.now(UTC)
     cue = parse_time_cue(request.query, now)
     trace.stages["time_cue"] = None if cue is None else cue.label
+    wants_time = asks_for_time(request.query)
+    trace.stages["answer_type"] = "time" if wants_time else None
     adjusted = apply_adjustments(
         kept,
         now=now,
         current_project=request.current_project,
         is_temporal=analysis.is_temporal,
         time_cue=cue,
+        asks_for_time=wants_time,
     )
     if request.min_score is not None:
         adjusted = [c for c in adjusted if c.score >= request.min_score]

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 # Memories about a day or a month are often recorded a little after it.
 FOLLOW_DAYS = 7
 
-_MONTHS = {
+MONTH_NAMES = {
     name: number
     for number, names in enumerate(
         (("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
@@ -26,7 +26,7 @@ _MONTHS = {
     )
     for name in names
 }
-_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_MONTH = r"(?P<month>" + "|".join(sorted(MONTH_NAMES, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _PATTERNS = (
@@ -35,7 +35,7 @@ _PATTERNS = (
     ("iso", re.compile(r"\b(?P<year>(?:19|20)\d\d)-(?P<month>[01]\d)-(?P<day>[0-3]\d)\b")),  # 2023-10-13
     ("month_year", re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.I)),  # May 2023
     # A bare month needs a preposition: "may" alone is usually the verb.
-    ("month", re.compile(rf"\b(?:in|during|since|early|late|mid|of|last)\s+(?:-\s*)?{_MONTH}\b", re.I)),
+    ("month", re.compile(rf"\b(?:in|during|since|early|late|mid|of|last)(?:\s+|\s*-\s*){_MONTH}\b", re.I)),
     ("year", re.compile(rf"\b(?:in|during|of|since)\s+{_YEAR}\b", re.I)),
 )
 _RELATIVE = (
@@ -87,14 +87,14 @@ def _cue(kind: str, found: re.Match[str]) -> TimeCue | None:
     label = found.group(0).strip()
     try:
         if kind in ("day", "iso"):
-            month = int(groups["month"]) if kind == "iso" else _MONTHS[groups["month"].lower()]
+            month = int(groups["month"]) if kind == "iso" else MONTH_NAMES[groups["month"].lower()]
             start = datetime(int(groups["year"]), month, int(groups["day"]), tzinfo=UTC)
             return TimeCue(label, start - timedelta(days=1), start + timedelta(days=FOLLOW_DAYS + 1))
         if kind == "month_year":
-            start = datetime(int(groups["year"]), _MONTHS[groups["month"].lower()], 1, tzinfo=UTC)
+            start = datetime(int(groups["year"]), MONTH_NAMES[groups["month"].lower()], 1, tzinfo=UTC)
             return TimeCue(label, start, _next_month(start) + timedelta(days=FOLLOW_DAYS))
         if kind == "month":
-            return TimeCue(label, month=_MONTHS[groups["month"].lower()])
+            return TimeCue(label, month=MONTH_NAMES[groups["month"].lower()])
         start = datetime(int(groups["year"]), 1, 1, tzinfo=UTC)
         return TimeCue(label, start, start.replace(year=start.year + 1) + timedelta(days=FOLLOW_DAYS))
     except ValueError:  # "February 31, 2023": not a date, so not a cue

@@ -104,6 +104,7 @@ def test_eval_bench_end_to_end(cli, tmp_path, private_tmp):
     assert (config["mode"], config["limit"], config["questions"], config["corpora"], config["units"]) == (
         "vector", 10, 9, 3, 20)
     assert "llm_api_key" not in config["settings"] and "user" not in config["settings"]
+    assert config["as_of"] <= config["finished_at"]  # default: the run's start
 
     rows = [json.loads(line) for line in details.read_text().splitlines()]
     assert len(rows) == 9
@@ -120,11 +121,12 @@ def test_eval_modes_and_compare(cli, tmp_path, private_tmp):
     bench = _write_bench(tmp_path / "bench")
     for mode in ("vector", "hybrid"):
         run = cli("eval", "--bench", str(bench), "--mode", mode, "--limit-questions", "4", "--out",
-                  str(tmp_path / f"{mode}.json"))
+                  str(tmp_path / f"{mode}.json"), "--as-of", "2024-01-01")
         assert run.code == 0, run.stderr
         assert "overall" in run.stdout and "p50" in run.stdout
     hybrid = json.loads((tmp_path / "hybrid.json").read_text())
     assert hybrid["overall"]["n"] == 4 and hybrid["config"]["corpora"] == 2  # only the corpora asked about
+    assert hybrid["config"]["as_of"] == "2024-01-01T00:00:00+00:00"
 
     files = (str(tmp_path / "vector.json"), str(tmp_path / "hybrid.json"))
     compared = cli("eval", "--compare", *files, "--json")
@@ -148,6 +150,7 @@ def test_eval_modes_and_compare(cli, tmp_path, private_tmp):
         (["--locomo", "/nonexistent/locomo10.json"], "cannot read"),
         (["--bench", ".", "--mode", "magic"], "unknown mode 'magic'"),
         (["--bench", ".", "--limit-questions", "0"], "--limit-questions must be at least 1"),
+        (["--bench", ".", "--as-of", "last tuesday"], "--as-of 'last tuesday' is not a date"),
         (["--compare", "/nonexistent/a.json", "/nonexistent/b.json"], "cannot read"),
     ],
 )

@@ -222,3 +222,42 @@ def test_search_settings_are_set_once_per_connection(env):
         assert fresh.execute("SHOW hnsw.ef_search").fetchone()[0] == str(HNSW_EF_SEARCH)
     finally:
         fresh.close()
+
+
+def test_a_when_question_lifts_the_memories_that_say_when(cli, tmp_path):
+    lines = [
+        {"content": "Moved the session cache to Redis last Friday."},
+        {"content": "The session cache lives in Redis; keys expire after an hour."},
+    ]
+    path = tmp_path / "memories.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert cli("import", str(path)).code == 0
+
+    result = cli("search", "When did we move the session cache to Redis?", "--explain", "--json")
+    assert result.code == 0, result.stderr
+    results = result.json()["results"]
+    assert results[0]["explain"]["pipeline"]["stages"]["answer_type"] == "time"
+    factors = {r["content"]: r["explain"]["adjust"]["time_answer"] for r in results}
+    assert factors == {lines[0]["content"]: pytest.approx(1.5), lines[1]["content"]: 1.0}
+
+    result = cli("search", "where does the session cache live?", "--explain", "--json")
+    results = result.json()["results"]
+    assert results[0]["explain"]["pipeline"]["stages"]["answer_type"] is None
+    assert {r["explain"]["adjust"]["time_answer"] for r in results} == {1.0}
+
+
+def test_a_search_asked_at_a_given_moment_counts_time_from_it(env):
+    from datetime import UTC, datetime
+
+    from cems_cli.config import load_settings
+    from cems_cli.service import MemoryService
+
+    created = datetime(2025, 1, 1, 12, tzinfo=UTC)
+    with MemoryService(load_settings()) as svc:
+        svc.remember("Rotated the signing keys.", created_at=created)
+        then = datetime(2025, 3, 2, 12, tzinfo=UTC)
+        asked_then = svc.search("signing keys", now=then, explain=True, track_access=False)[0].explain
+        asked_now = svc.search("signing keys", explain=True, track_access=False)[0].explain
+    assert asked_then["adjust"]["days_since_access"] == 60
+    assert asked_then["adjust"]["time_decay"] == pytest.approx(0.5)
+    assert asked_now["adjust"]["days_since_access"] == (datetime.now(UTC) - created).days

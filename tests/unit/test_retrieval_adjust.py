@@ -103,8 +103,8 @@ def test_all_factors_multiply_and_are_recorded():
     assert adjust_candidate(c, now=NOW, current_project="project:acme/web") == pytest.approx(0.32)
     assert c.explain["adjust"] == {
         "base": 0.5, "priority": 1.2, "days_since_access": 30, "time_decay": pytest.approx(2 / 3),
-        "pinned": 1.0, "project": 0.8, "temporal": 1.0, "time_cue": 1.0, "unclamped": pytest.approx(0.32),
-        "score": pytest.approx(0.32),
+        "pinned": 1.0, "project": 0.8, "temporal": 1.0, "time_cue": 1.0, "time_answer": 1.0,
+        "unclamped": pytest.approx(0.32), "score": pytest.approx(0.32),
     }
 
 

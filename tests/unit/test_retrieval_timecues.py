@@ -34,6 +34,7 @@ def test_month_and_year_and_a_bare_month_and_a_year():
     june = parse_time_cue("When did Melanie go camping in June?", NOW)
     assert june.month == 6 and june.matches(at(2021, 6, 30)) and june.matches(at(2023, 7, 3))
     assert not june.matches(at(2023, 7, 20)) and not june.matches(at(2023, 5, 31))
+    assert parse_time_cue("the offsite in mid-June", NOW).month == 6
     year = parse_time_cue("How many times did we deploy in 2024?", NOW)
     assert year.matches(at(2024, 3, 1)) and not year.matches(at(2023, 12, 31))
     # A naive timestamp is taken as UTC.
