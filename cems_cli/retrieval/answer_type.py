@@ -5,8 +5,9 @@ one kind that text alone shows reliably is time: "When did we move the cache to 
 "Moved the cache to Redis last Friday", not by "Redis cache settings look fine". Words like "yesterday",
 "last week", "on Friday", "in March", "since 2022" or "2024-03-05" mark a memory that tells when.
 
-Measured on LoCoMo (no LLM): among the 30 best candidates of a "when" question, 77% of the gold turns state a
-time and 14% of the others do; boosting those that do lifts temporal Recall@5 0.714 → 0.75 (bench/RESULTS.md).
+Measured on LoCoMo (no LLM): among the 30 best candidates of a "when" question, 77% of the gold turns state
+a time and 14% of the others do; boosting those that do lifts temporal Recall@5 0.714 → 0.761
+(bench/RESULTS.md).
 
 A leading bracketed stamp ("[8 May 2023] …", "[2024-03-05 14:02] …") is ignored: it records when the memory
 was written, which created_at already holds and time cues already use; it is not the memory saying when.
