@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from cems_cli.retrieval.timecues import MONTH_NAMES
+from cems_cli.retrieval.timecues import MONTH_PATTERN
 
 # "When …?", "What year …?", "In which month …?", "How long ago …?", "Since when …?", "On what date …?".
 _ASKS_FOR_TIME = re.compile(
@@ -28,7 +28,7 @@ _ASKS_FOR_TIME = re.compile(
     re.I,
 )
 
-_MONTH = r"(?:" + "|".join(sorted(MONTH_NAMES, key=len, reverse=True)) + r")\.?"
+_MONTH = MONTH_PATTERN + r"\.?"
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
 _COUNT = r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a\s+few|a\s+couple\s+of|several|many)"
 _UNIT = r"(?:day|week|month|year|decade)"

@@ -26,7 +26,9 @@ MONTH_NAMES = {
     )
     for name in names
 }
-_MONTH = r"(?P<month>" + "|".join(sorted(MONTH_NAMES, key=len, reverse=True)) + r")\.?"
+# Any month name or abbreviation, longest first ("march" before "mar").
+MONTH_PATTERN = "(?:" + "|".join(sorted(MONTH_NAMES, key=len, reverse=True)) + ")"
+_MONTH = rf"(?P<month>{MONTH_PATTERN})\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _PATTERNS = (

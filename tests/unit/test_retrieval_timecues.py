@@ -18,7 +18,8 @@ def at(year: int, month: int, day: int) -> datetime:
 
 
 @pytest.mark.parametrize("query", ["What did she paint on October 13, 2023?", "on 13 October 2023",
-                                   "the 13th of October, 2023 meeting", "notes from 2023-10-13"])
+                                   "the 13th of October, 2023 meeting", "notes from 2023-10-13",
+                                   "notes from Oct. 13, 2023"])
 def test_a_day_takes_in_the_day_before_and_the_week_after(query):
     cue = parse_time_cue(query, NOW)
     assert cue is not None
