@@ -205,6 +205,17 @@ class MemoryService:
         vectors = self.embedder.embed([index_text(chunk, memory.context) for chunk in chunks])
         return memories.insert_memory(self.conn, self.identity, memory, digest, chunks, vectors, team)
 
+    def replace(self, memory_id: str, memory: NewMemory) -> bool:
+        """New content for one of your live memories (a session's context record as the session goes on);
+        False when it is gone or its new text is already another memory."""
+        from cems_cli.store import memories
+        from cems_cli.text.chunking import chunk_text, index_text
+
+        digest = content_hash(memory.content, memory.context)
+        chunks = chunk_text(memory.content)
+        vectors = self.embedder.embed([index_text(chunk, memory.context) for chunk in chunks])
+        return memories.replace_content(self.conn, self.identity, memory_id, memory, digest, chunks, vectors)
+
     # Reading --------------------------------------------------------------------------------------
     def resolve(self, id_or_prefix: str) -> str:
         from cems_cli.store import memories

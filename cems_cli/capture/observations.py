@@ -20,6 +20,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cems_cli.capture.extract import (
+    DENIED_RULE,
+    DENIED_USER,
+    FAILED,
+    decision_sentences,
+    denial_reason,
+    pattern_statements,
+    preference_sentences,
+    tool_outcome,
+)
+from cems_cli.capture.sessions import time_span
 from cems_cli.capture.transcript import AssistantText, Line, Prompt, ToolCall, ToolOutput
 from cems_cli.project import project_for_dir
 from cems_cli.text.redact import redact_secrets, strip_private
@@ -29,8 +40,10 @@ SOURCE = "observer"
 # that runs `claude -p` for CEMS) carry this marker in their first prompt; the observer ignores any
 # transcript that contains it in a user prompt, so CEMS never learns from its own LLM calls.
 NO_OBSERVE_MARKER = "<cems:no-observe/>"
-STATE_VERSION = 1
-LLM_CATEGORIES = ("context", "learnings", "decisions", "patterns")
+STATE_VERSION = 2
+# The session's `context` memory is always the deterministic record (capture/sessions.py); the model adds
+# the categories that need understanding.
+LLM_CATEGORIES = ("learnings", "decisions", "patterns", "preferences")
 
 _CHANGE_TOOLS = {
     "Edit": "file_path",
@@ -38,7 +51,18 @@ _CHANGE_TOOLS = {
     "Write": "file_path",
     "NotebookEdit": "notebook_path",
 }
-_MAX_LIST = {"prompts": 3, "changed": 15, "read": 10, "commands": 10, "errors": 5, "learnings": 3}
+_MAX_LIST = {
+    "prompts": 3,
+    "changed": 15,
+    "read": 10,
+    "commands": 10,
+    "errors": 5,
+    "learnings": 3,
+    "blocked": 5,
+    "denied": 5,
+    "succeeded": 32,
+    "fixed": 16,
+}
 _MAX_OPEN_TOOLS = 64
 _MAX_FAILING = 16
 _SLACK = 512  # extra characters redacted past a clip point, so a secret cut in half is still recognised
@@ -69,13 +93,16 @@ class Observation:
     project: str | None
     title: str | None = None
     created_at: str | None = None  # ISO-8601 from the transcript
+    session_id: str = ""
+    line: int = 0  # transcript line (1-based) where the turn that produced it starts: provenance
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Observation:
-        return cls(**data)
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass
@@ -89,6 +116,10 @@ class Chunk:
     last_at: str
     text: str
     observations: list[Observation]
+    # What the turn adds to its session's record (capture/sessions.py): asked, changed, commands, blocked…
+    session: dict[str, Any] = field(default_factory=dict)
+    sidechain: bool = False
+    line: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -99,7 +130,8 @@ class Chunk:
     def from_json(cls, data: dict[str, Any]) -> Chunk:
         values = dict(data)
         values["observations"] = [Observation.from_json(o) for o in data.get("observations", [])]
-        return cls(**values)
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in values.items() if k in known})
 
 
 @dataclass(frozen=True)
@@ -178,6 +210,12 @@ class _Open:
     commands: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     learnings: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)  # denied by a rule: "`cmd` (reason)"
+    denied: list[str] = field(default_factory=list)  # refused by the user
+    succeeded: list[str] = field(default_factory=list)  # Bash commands that ran without failing
+    fixed: list[str] = field(default_factory=list)  # commands that failed, then passed
+    answer: str = ""  # the final answer's text, for decisions
+    line: int = 0  # transcript line where the turn starts
     more: dict[str, int] = field(default_factory=dict)  # items past a list's cap
     tool_counts: dict[str, int] = field(default_factory=dict)
     tools: int = 0
@@ -218,6 +256,8 @@ class ChunkBuilder:
         self._ignore_under = str(ignore_under.resolve()) if ignore_under else None
         self.ignored: str | None = None
         self._open: _Open | None = None
+        # The caller sets this to the (1-based) transcript line it is about to feed: provenance only.
+        self.line_no = 0
         if state and state.get("v") == STATE_VERSION:
             self.ignored = state.get("ignored")
             if state.get("open"):
@@ -303,6 +343,7 @@ class ChunkBuilder:
             project=project_for_dir(line.cwd) if line.cwd else None,
             sidechain=line.sidechain,
             continued=continued,
+            line=self.line_no,
         )
         return self._open
 
@@ -348,9 +389,8 @@ class ChunkBuilder:
             chunk.add("read", path)
             return path
         if event.name == "Bash":
-            command = clip(str(data.get("command") or ""), 200)
-            chunk.add("commands", command)
-            return command
+            # Listed once its outcome is known: a command a rule blocked did not run.
+            return clip(str(data.get("command") or ""), 200)
         for key in ("pattern", "query", "url", "description", "prompt", "path"):
             value = data.get(key)
             if isinstance(value, str) and value.strip():
@@ -359,10 +399,23 @@ class ChunkBuilder:
 
     def _tool_output(self, chunk: _Open, event: ToolOutput) -> None:
         name, label = chunk.open_tools.pop(event.tool_id, ["tool", ""])
-        failed = event.is_error or (name == "Bash" and _FAILURE.search(event.text) is not None)
+        outcome = tool_outcome(event.text, event.is_error)
+        what = label or name
+        if outcome == DENIED_RULE:
+            reason = clip(denial_reason(event.text), 200)
+            chunk.add("blocked", f"`{what}` ({reason})" if reason else f"`{what}`")
+            chunk.note(f"Blocked by a rule: {reason}")
+            return
+        if outcome == DENIED_USER:
+            chunk.add("denied", what)
+            chunk.note("Refused by the user.")
+            return
+        failed = outcome == FAILED or (name == "Bash" and _FAILURE.search(event.text) is not None)
+        if name == "Bash" and label:
+            chunk.add("commands", label)
         if failed:
             message = clip(error_line(event.text), 240)
-            chunk.add("errors", f"{label or name}: {message}" if label else message)
+            chunk.add("errors", f"{label}: {message}" if label else message)
             chunk.note(f"Error: {clip(event.text, 600, one_line=False)}")
             if name == "Bash" and label:
                 key = command_key(label)
@@ -370,6 +423,7 @@ class ChunkBuilder:
                     chunk.failing[key] = [label, message, chunk.changes, len(chunk.changed)]
             return
         if name == "Bash" and label:
+            chunk.add("succeeded", label)
             self._maybe_learning(chunk, label)
         if name in _CHANGE_TOOLS or name == "Read":
             return  # file contents and edit confirmations: the path in the tool line says enough
@@ -377,18 +431,29 @@ class ChunkBuilder:
             chunk.note(f"Result: {clip(event.text, 400, one_line=False)}")
 
     def _maybe_learning(self, chunk: _Open, command: str) -> None:
-        """A command that failed, then passed after files were changed: a fix worth remembering."""
+        """A command that failed, then passed after files were changed, or a variant of it that worked:
+        a fix worth remembering, with the exact error (what a later search will contain)."""
         key = command_key(command)
         failure = chunk.failing.pop(key, None)
         if failure is None:
+            # A variant: another command of the same program (`make test` failed, `make test-db` worked).
+            program = key.split(" ", 1)[0]
+            variant = next((k for k in chunk.failing if k.split(" ", 1)[0] == program and program), None)
+            failure = chunk.failing.pop(variant, None) if variant else None
+        if failure is None:
             return
         first_command, error, changes_then, changed_index = failure
-        if chunk.changes <= changes_then:
+        where = f" in {chunk.project.removeprefix('project:')}" if chunk.project else ""
+        if chunk.changes > changes_then:
+            files = chunk.changed[changed_index:] or chunk.changed[-3:]
+            fix = f" after changes to {', '.join(files[:5])}" if files else " after code changes"
+            learning = f'`{first_command}` failed{where} with "{error}"; it passed{fix}.'
+        elif command != first_command:
+            learning = f'`{first_command}` failed{where} with "{error}"; `{command}` worked instead.'
+        else:
             return  # passed again without a change: flaky or environmental, not evidence of a fix
-        files = chunk.changed[changed_index:] or chunk.changed[-3:]
-        where = f" in {chunk.project}" if chunk.project else ""
-        fix = f" after changes to {', '.join(files[:5])}" if files else " after code changes"
-        chunk.add("learnings", f'`{first_command}` failed{where} with "{error}"; it passed{fix}.')
+        chunk.add("learnings", learning)
+        chunk.add("fixed", first_command)
 
     # -- closing
 
@@ -426,6 +491,9 @@ class ChunkBuilder:
                 last_at=chunk.last_at,
                 text=_render(chunk),
                 observations=_digest(chunk),
+                session=_session_summary(chunk),
+                sidechain=chunk.sidechain,
+                line=chunk.line,
             )
         ]
 
@@ -440,77 +508,63 @@ def session_tags(session_id: str, branch: str = "") -> list[str]:
     return tags
 
 
-def _when(first_at: str, last_at: str) -> str:
-    def short(stamp: str) -> str:
-        return stamp[:16].replace("T", " ") if len(stamp) >= 16 else stamp
-
-    start, end = short(first_at), short(last_at)
-    if not start:
-        return ""
-    if end and end != start:
-        end = end[11:] if end[:10] == start[:10] else end
-        return f"{start}–{end} UTC"
-    return f"{start} UTC"
-
-
-def _listing(chunk: _Open, name: str, *, code: bool = False) -> str:
-    items: list[str] = getattr(chunk, name)
-    shown = "; ".join(f"`{i}`" for i in items) if code else ", ".join(items)
-    extra = chunk.more.get(name, 0)
-    return f"{shown} (+{extra} more)" if extra else shown
+def _session_summary(chunk: _Open) -> dict[str, Any]:
+    """What this turn adds to its session's record (capture/sessions.py)."""
+    asked = [p for p in chunk.prompts if not p.startswith("/")]
+    return {
+        "project": chunk.project,
+        "branch": chunk.branch,
+        "first_at": chunk.first_at,
+        "last_at": chunk.last_at,
+        "asked": [clip(p, 200) for p in asked[:1]],
+        "changed": list(chunk.changed),
+        "commands": [c for c in chunk.commands if c in chunk.succeeded],
+        "blocked": list(chunk.blocked),
+        "denied": list(chunk.denied),
+        "errors": [e for e in chunk.errors if e.split(":", 1)[0] not in chunk.fixed],
+        "fixed_commands": list(chunk.fixed),
+        "fixes": len(chunk.learnings),
+    }
 
 
 def _digest(chunk: _Open) -> list[Observation]:
-    session = chunk.session_id[:8] or "unknown"
-    where = f" in {chunk.project}" if chunk.project else ""
-    branch = f" on branch {chunk.branch}" if chunk.branch else ""
-    when = _when(chunk.first_at, chunk.last_at)
-    kind = "Claude Code subagent" if chunk.sidechain else "Claude Code session"
-    parts = [f"{kind} {session}{where}{branch}" + (f", {when}." if when else ".")]
-    if chunk.prompts:
-        asked = " / ".join(chunk.prompts)
-        parts.append(f"{'Continuing the request' if chunk.continued else 'The user asked'}: {asked}")
-    elif chunk.continued:
-        parts.append("Continued work from the previous request.")
-    if chunk.changed:
-        parts.append(f"Files changed: {_listing(chunk, 'changed')}.")
-    if chunk.read:
-        parts.append(f"Files read: {_listing(chunk, 'read')}.")
-    if chunk.commands:
-        parts.append(f"Commands run: {_listing(chunk, 'commands', code=True)}.")
-    if chunk.errors:
-        parts.append(f"Errors seen: {'; '.join(chunk.errors)}.")
-    others = {
-        k: v for k, v in chunk.tool_counts.items() if k not in _CHANGE_TOOLS and k not in ("Read", "Bash")
-    }
-    if others:
-        parts.append("Other tools: " + ", ".join(f"{k} ×{v}" for k, v in sorted(others.items())) + ".")
-    if chunk.conclusion:
-        parts.append(f"Assistant's conclusion: {clip(chunk.conclusion, 600)}")
+    """The turn's memories besides the session record: learnings, decisions, preferences, patterns."""
     tags = session_tags(chunk.session_id, chunk.branch)
-    topic = chunk.prompts[0] if chunk.prompts else (chunk.changed[0] if chunk.changed else "work")
-    observations = [
-        Observation(
-            text="\n".join(parts),
-            category="context",
-            tags=tags,
-            project=chunk.project,
-            title=clip(f"Session {session}: {topic}", 80),
-            created_at=chunk.last_at or None,
-        )
-    ]
-    for learning in chunk.learnings:
-        observations.append(
+    found: list[Observation] = []
+    seen: set[str] = set()
+
+    def add(category: str, text: str, title: str) -> None:
+        key = " ".join(text.lower().split())
+        if key in seen:
+            return
+        seen.add(key)
+        found.append(
             Observation(
-                text=learning,
-                category="learnings",
-                tags=tags,
+                text=text,
+                category=category,
+                tags=list(tags),
                 project=chunk.project,
-                title=clip(f"Fix: {learning}", 80),
+                title=clip(title, 80),
                 created_at=chunk.last_at or None,
+                session_id=chunk.session_id,
+                line=chunk.line,
             )
         )
-    return observations
+
+    for learning in chunk.learnings:
+        add("learnings", learning, f"Fix: {learning}")
+    for prompt in chunk.prompts:
+        if prompt.startswith("/"):
+            continue
+        for sentence in preference_sentences(prompt):
+            add("preferences", sentence, f"Preference: {sentence}")
+        for sentence in decision_sentences(prompt):
+            add("decisions", sentence, f"Decision: {sentence}")
+    for sentence in decision_sentences(chunk.conclusion):
+        add("decisions", sentence, f"Decision: {sentence}")
+    for text in pattern_statements(chunk.project, chunk.session_id, chunk.cwd, chunk.succeeded):
+        add("patterns", text, text.removeprefix("In project "))
+    return found
 
 
 def _render(chunk: _Open) -> str:
@@ -519,7 +573,7 @@ def _render(chunk: _Open) -> str:
         head += f" in {chunk.project}"
     if chunk.branch:
         head += f" (branch {chunk.branch})"
-    when = _when(chunk.first_at, chunk.last_at)
+    when = time_span(chunk.first_at, chunk.last_at)
     if when:
         head += f", {when}"
     if chunk.continued and chunk.prompts:
@@ -532,10 +586,12 @@ def _render(chunk: _Open) -> str:
 EXTRACTION_SYSTEM = """You turn a coding agent's session transcript into long-term memories for its developer.
 Answer with one JSON object: {"observations": [{"category": "...", "title": "...", "text": "..."}]}.
 Categories:
-- context: what was worked on and what came of it (the goal, the files and commands involved, the outcome).
-- learnings: a problem and its verified cause or fix, only when the transcript shows it.
+- learnings: a problem and its verified cause or fix, only when the transcript shows it;
+  keep the exact error text.
 - decisions: a choice that was made and why, only when the reason is stated.
-- patterns: a convention or habitual way of working in this project, only when it is clear.
+- patterns: a convention or habitual way of working in this project (how it is built, tested, run).
+- preferences: how the user wants things done, only when the user said so.
+A record of what the session did is kept separately: do not summarise the session.
 Each text is one self-contained factual statement of at most 400 characters that names the project, files,
 commands or errors involved, so a later search finds it. No speculation, no advice, no chit-chat.
 Return at most 8 observations; return {"observations": []} when nothing is worth remembering."""
@@ -564,11 +620,9 @@ def parse_extraction(answer: dict[str, Any] | None, chunks: list[Chunk]) -> list
         if not isinstance(item, dict):
             continue
         text = item.get("text")
-        category = str(item.get("category") or "context").strip().lower()
-        if not isinstance(text, str) or not text.strip():
-            continue
-        if category not in LLM_CATEGORIES:
-            category = "context"
+        category = str(item.get("category") or "").strip().lower()
+        if not isinstance(text, str) or not text.strip() or category not in LLM_CATEGORIES:
+            continue  # a session summary or an unknown kind: the session record covers what happened
         title = item.get("title")
         found.append(
             Observation(
@@ -578,6 +632,8 @@ def parse_extraction(answer: dict[str, Any] | None, chunks: list[Chunk]) -> list
                 project=last.project,
                 title=clip(title, 80) if isinstance(title, str) and title.strip() else None,
                 created_at=last.last_at or None,
+                session_id=last.session_id,
+                line=chunks[0].line,
             )
         )
     return found

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import psycopg
 
+from cems_cli.capture import sessions
 from cems_cli.capture.observations import (
     EXTRACTION_SYSTEM,
     SOURCE,
@@ -31,8 +32,10 @@ from cems_cli.capture.observations import (
     ChunkBuilder,
     Limits,
     Observation,
+    clip,
     extraction_prompt,
     parse_extraction,
+    session_tags,
 )
 from cems_cli.capture.observer_settings import ObserverSettings
 from cems_cli.capture.transcript import LineReader, Malformed, parse_line
@@ -42,6 +45,7 @@ from cems_cli.store.observer import FileRow
 if TYPE_CHECKING:
     from cems_cli.llm import LLMClient
     from cems_cli.service import MemoryService
+    from cems_cli.store.records import NewMemory
 
 log = logging.getLogger("cems.observer")
 
@@ -66,6 +70,7 @@ class RunReport:
     extracted: int = 0  # LLM batches stored
     llm_failures: int = 0
     resets: int = 0  # files truncated or replaced, read again from the start
+    sessions_updated: int = 0  # session context memories rewritten with a later turn
     conflicts: int = 0
     errors: list[str] = field(default_factory=list)
 
@@ -102,8 +107,10 @@ class Observer:
         *,
         stop: threading.Event | None = None,
         wall_clock: Callable[[], float] = time.time,
+        source: str = SOURCE,
     ) -> None:
         self.svc = service
+        self.source = source  # the trigger: "observer" (the daemon), "session" (the Stop hook's worker)
         self.settings = settings
         self.llm = llm
         self.user = service.settings.user
@@ -114,6 +121,7 @@ class Observer:
         self._ignore_under = service.settings.home
         self._llm_failures = 0
         self._llm_retry_at = 0.0  # time.monotonic() before which no extraction is tried
+        self._ended: set[str] = set()  # paths whose turn the agent ended (sync(..., turn_ended=True))
 
     # ------------------------------------------------------------------------------------ discovery
 
@@ -133,14 +141,26 @@ class Observer:
 
     # ------------------------------------------------------------------------------------ one pass
 
-    def sync(self, paths: Iterable[Path] | None = None) -> RunReport:
-        """Read what is new in `paths` (every transcript when None), finalize idle sessions, extract."""
+    def sync(self, paths: Iterable[Path] | None = None, *, turn_ended: bool = False) -> RunReport:
+        """Read what is new in `paths` (every transcript when None), finalize idle sessions, extract.
+
+        `turn_ended`: the agent said its turn is over (the Stop hook): the open turn of each of `paths` is
+        closed now, and extracted now, instead of waiting for the next prompt or the idle time."""
         report = RunReport()
+        self._ended = set() if paths is None or not turn_ended else {str(p) for p in paths}
         full = paths is None
+        # A path the agent itself named (the Stop hook's transcript_path) is read wherever it lives; a
+        # caller's other paths (file-change events) only under the watched roots.
         targets = (
             self.discover()
             if paths is None
-            else sorted({Path(p) for p in paths if str(p).endswith(".jsonl") and self._root_of(Path(p))})
+            else sorted(
+                {
+                    Path(p)
+                    for p in paths
+                    if str(p).endswith(".jsonl") and (turn_ended or self._root_of(Path(p)))
+                }
+            )
         )
         wanted = None if full else [str(p) for p in targets]
         rows = self._guard(
@@ -159,6 +179,8 @@ class Observer:
                 root = self._root_of(path)
                 if root is not None and root.is_dir() and not path.exists() and not self.stop.is_set():
                     self._guard(report, row.path, lambda r=row: self._forget(r, report))
+        for path in sorted(self._ended):
+            self._guard(report, path, lambda p=path: self._end_turn(p, report))
         self._guard(report, "finalizing idle sessions", lambda: self._finalize_idle(report))
         if self.llm is not None:
             self._guard(report, "LLM extraction", lambda: self._extract(report))
@@ -268,6 +290,7 @@ class Observer:
                     malformed += 1
                     continue
                 if parsed is not None:
+                    builder.line_no = row.lines + lines
                     chunks.extend(builder.feed(parsed))
             end = reader.position
             if end == start and not first:
@@ -314,26 +337,72 @@ class Observer:
             store.save_file(conn, self.user, new)
 
     def _store(self, observation: Observation, report: RunReport) -> None:
-        from cems_cli.service import UserError
-
-        try:
-            memory = self.svc.prepare(
-                observation.text,
-                category=observation.category,
-                tags=observation.tags,
-                title=observation.title,
-                project=observation.project,
-                source=SOURCE,
-                created_at=_timestamp(observation.created_at),
-            )
-        except UserError as error:  # e.g. nothing left after redaction: there is nothing to store
-            log.debug("observation skipped: %s", error)
+        memory = self._prepare(observation)
+        if memory is None:
             return
         _id, created = self.svc.store(memory)
         if created:
             report.observations += 1
         else:
             report.duplicates += 1
+
+    def _prepare(self, observation: Observation) -> NewMemory | None:
+        from cems_cli.service import UserError
+
+        try:
+            return self.svc.prepare(
+                observation.text,
+                category=observation.category,
+                tags=observation.tags,
+                title=observation.title,
+                project=provenance(observation.project, observation.session_id, observation.line),
+                source=self.source,
+                created_at=_timestamp(observation.created_at),
+            )
+        except UserError as error:  # e.g. nothing left after redaction: there is nothing to store
+            log.debug("observation skipped: %s", error)
+            return None
+
+    def _record_sessions(self, chunks: list[Chunk], report: RunReport) -> None:
+        """Fold each closed turn into its session's record and keep the session's one context memory up
+        to date, inside the caller's transaction (so exactly once, like the offset)."""
+        conn = self.svc.conn
+        for chunk in chunks:
+            if not chunk.session_id:
+                continue
+            record, memory_id = store.lock_session(conn, self.user, chunk.session_id)
+            if record is None:
+                record = sessions.new_record(chunk.session_id, chunk.project, chunk.branch, chunk.sidechain)
+                record["line"] = chunk.line
+            record = sessions.merge(record, chunk.session)
+            if sessions.worth_remembering(record):
+                memory_id = self._store_context(record, memory_id, report)
+            store.save_session(conn, self.user, chunk.session_id, record, memory_id)
+
+    def _store_context(self, record: dict, memory_id: str | None, report: RunReport) -> str | None:
+        text = sessions.render(record)
+        observation = Observation(
+            text=text,
+            category="context",
+            tags=session_tags(record["session_id"], record.get("branch") or ""),
+            project=record.get("project"),
+            title=clip(f"Session {record['session_id'][:8]}: {(record.get('asked') or ['work'])[0]}", 80),
+            created_at=record.get("last_at") or None,
+            session_id=record["session_id"],
+            line=int(record.get("line") or 0),
+        )
+        memory = self._prepare(observation)
+        if memory is None:
+            return memory_id
+        if memory_id and self.svc.replace(memory_id, memory):
+            report.sessions_updated += 1
+            return memory_id
+        new_id, created = self.svc.store(memory)
+        if created:
+            report.observations += 1
+        else:
+            report.duplicates += 1
+        return new_id
 
     def _forget(self, row: FileRow, report: RunReport) -> None:
         """The transcript is gone (Claude Code cleans up old ones): store what it left open, drop its row."""
@@ -350,6 +419,7 @@ class Observer:
     def _emit(self, path: str, chunks: list[Chunk], report: RunReport) -> None:
         """What closed chunks become, inside the caller's transaction: memories now (digests), or backlog
         items for LLM extraction."""
+        self._record_sessions(chunks, report)
         if self.llm is not None:
             store.add_backlog(self.svc.conn, self.user, path, [chunk.to_json() for chunk in chunks])
             report.backlog += len(chunks)
@@ -366,6 +436,14 @@ class Observer:
             return self._now() - path.stat().st_mtime >= self.settings.observer_idle_seconds
         except FileNotFoundError:
             return True
+
+    def _end_turn(self, path: str, report: RunReport) -> None:
+        row = store.get_file(self.svc.conn, self.user, path)
+        if row is None or not (row.pending and row.pending.get("open")):
+            return  # nothing open: read by the other trigger already, or nothing happened
+        builder = ChunkBuilder(self._limits, row.pending, self._ignore_under)
+        chunks = builder.flush()
+        self._commit(row, replace(row, pending=builder.state()), chunks, report)
 
     def _finalize_idle(self, report: RunReport) -> None:
         """Close the open chunk of every session that has been quiet for the idle time."""
@@ -392,7 +470,7 @@ class Observer:
         if time.monotonic() < self._llm_retry_at:
             return
         for group in store.backlog_groups(self.svc.conn, self.user):
-            idle = self._idle(Path(group.path))
+            idle = group.path in self._ended or self._idle(Path(group.path))
             remaining = group.chars
             while remaining > 0 and (idle or remaining >= self.settings.observer_batch_chars):
                 if self.stop.is_set():
@@ -427,7 +505,10 @@ class Observer:
         )
         self._llm_backoff(error, report)
         limit = self.settings.observer_llm_max_attempts
-        if limit and attempts >= limit:
+        # A turn the agent just ended (the Stop trigger) gets its deterministic memories now rather than
+        # after the backoff: the next session may start before the endpoint recovers.
+        ended = any(item_path in self._ended for item_path in {item.path for item in items})
+        if ended or (limit and attempts >= limit):
             log.warning(
                 "observer: %d failed LLM attempts; storing the digests of %d chunks instead",
                 attempts,
@@ -520,3 +601,13 @@ def _timestamp(value: str | None) -> datetime | None:
 
 def _iso(value: object) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else None
+
+
+def provenance(project: str | None, session_id: str, line: int) -> str | None:
+    """`source_ref` of a captured memory: the project, then the session and transcript line it came from
+    (`project:acme/api:session:3f1c2a9e-…:L42`), so a result can cite where it was learned. Project filters
+    and boosts match `project:<id>` followed by ':' (store/memories.project_clause)."""
+    if not session_id:
+        return project
+    where = f"session:{session_id}" + (f":L{line}" if line else "")
+    return f"{project}:{where}" if project else where

@@ -12,9 +12,10 @@ Order of work, each step idempotent:
 1. Tool events → `patterns` memories (source "tool"). Pending events get their project (from their cwd);
    then, for each project touched, the statements are derived from the project's recent events (pending
    and processed), and those not yet emitted are stored. Events are marked done after that.
-2. Turns → with an LLM configured, `learnings`/`decisions` from one JSON call (time-limited); without one,
-   or when the call fails, a `context` digest (source "session"). The transcript offset moves and the turn
-   is marked done in one spool transaction, after the memories are stored.
+2. Turns → the capture engine (`observer.Observer`), the same one the observer daemon runs: the turn's
+   transcript is read from the offset that engine committed (whichever trigger got there first), the turn
+   is closed now (the Stop hook said it ended), and its memories are stored in the transaction that moves
+   that offset. So a turn seen by both triggers is stored once, by the first.
 A crash anywhere leaves the work pending; redoing it stores nothing twice (deterministic texts, the store's
 content-hash dedup, and the spool's record of emitted statements).
 """
@@ -33,28 +34,20 @@ from typing import TYPE_CHECKING, Any
 
 from cems_cli.capture import spool
 from cems_cli.capture.tool_patterns import ToolEvent, derive_statements
-from cems_cli.capture.transcript import Line
-from cems_cli.capture.turns import (
-    EXTRACTION_SYSTEM,
-    TurnActivity,
-    collect,
-    digest_text,
-    extraction_prompt,
-    parse_extraction,
-    read_delta,
-)
 
 if TYPE_CHECKING:
+    from cems_cli.capture.observer import Observer
     from cems_cli.config import Settings
     from cems_cli.service import MemoryService
 
 TOOL_BATCH = 500
 TURN_BATCH = 20
 PROJECT_WINDOW = 2000  # events per project that statements are derived from
-# The retrieval stages' default time limit (2 s) is meant for a prompt waiting on it; a background
-# extraction may take longer unless CEMS_LLM_TIMEOUT says otherwise.
-EXTRACTION_TIMEOUT = 30.0
-EXTRACTION_MAX_TOKENS = 800
+# A failing command that later passed becomes a `learnings` memory in the capture engine, from the
+# transcript (which knows what happened in between); the tool-event path keeps to how the project works.
+ENGINE_KINDS = frozenset({"fix"})
+LLM_FAILURE = "LLM extraction failed"
+TURN_SOURCE = "session"  # memories this trigger stores first; the observer's are "observer"
 
 
 @dataclass
@@ -65,7 +58,6 @@ class Summary:
     turns: int = 0
     turn_memories_stored: int = 0
     turns_failed: int = 0
-    llm_fallbacks: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -124,6 +116,7 @@ class _Worker:
         self.conn = conn
         self.summary = summary
         self._service: MemoryService | None = None
+        self._observer: Observer | None = None
         self.failed_turns: set[str] = set()
 
     @property
@@ -133,6 +126,19 @@ class _Worker:
 
             self._service = MemoryService(self.settings)
         return self._service
+
+    @property
+    def observer(self) -> Observer:
+        """The capture engine, with the observer's settings (chunk limits, LLM extraction)."""
+        if self._observer is None:
+            from cems_cli.capture.observer import Observer, llm_for
+            from cems_cli.capture.observer_settings import load_observer_settings
+
+            observer_settings = load_observer_settings()
+            s = self.settings
+            llm = llm_for(observer_settings, s.llm_base_url, s.llm_api_key, s.llm_model)
+            self._observer = Observer(self.service, observer_settings, llm, source=TURN_SOURCE)
+        return self._observer
 
     def close(self) -> None:
         if self._service is not None:
@@ -203,7 +209,11 @@ class _Worker:
             )
             for r in rows
         ]
-        statements = {f"{project}\n{s.key}": s for s in derive_statements(project, events)}
+        statements = {
+            f"{project}\n{s.key}": s
+            for s in derive_statements(project, events)
+            if s.kind not in ENGINE_KINDS
+        }
         done = spool.emitted_keys(self.conn, statements)
         for key, statement in statements.items():
             if key in done:
@@ -243,72 +253,24 @@ class _Worker:
         return True
 
     def _process_turn(self, turn: spool.TurnRow) -> None:
+        """The turn's transcript through the capture engine; its memories count as this turn's."""
         path = turn.transcript_path
-        lines: list[Line] = []
-        end: int | None = None
+        outcome = "empty"
         if path and os.path.isfile(path):
-            delta = read_delta(path, spool.transcript_offset(self.conn, path), turn.end_offset)
-            lines, end = delta.lines, delta.end
-        activity = collect(lines, turn.cwd or "")
-        if not activity.tools and not activity.prompts and self._repeat_of_previous(turn):
-            spool.finish_turn(self.conn, turn.turn_key, "duplicate", path, end)
-            self.summary.turns += 1
-            return
-        project = _project(turn.cwd)
-        items: list[tuple[str, str]] | None = None
-        outcome = "digest"
-        if self.settings.llm_configured and activity.active:
-            items = self._extract(activity, project, turn.last_message)
-            if items is None:
-                self.summary.llm_fallbacks += 1
-            else:
-                outcome = "llm"
-        if items is None:
-            text = digest_text(
-                activity,
-                project=project,
-                session_id=turn.session_id,
-                finished_at=turn.received_at,
-                last_message=turn.last_message,
-            )
-            items = [("context", text)] if text else []
-        for category, text in items:
-            _memory_id, created = self._store(
-                text,
-                category=category,
-                project=project,
-                session_id=turn.session_id,
-                source="session",
-                at=turn.received_at,
-            )
-            self.summary.turn_memories_stored += int(created)
-        spool.finish_turn(self.conn, turn.turn_key, outcome if items else "empty", path, end)
+            self.service.conn  # noqa: B018 - an unreachable store must leave the turn pending, untried
+            report = self.observer.sync([path], turn_ended=True)
+            errors = [e for e in report.errors if not e.startswith(LLM_FAILURE)]  # fell back: not fatal
+            if errors:
+                raise CaptureError(errors[0])
+            stored = report.observations + report.sessions_updated
+            self.summary.turn_memories_stored += report.observations
+            outcome = "engine" if report.chunks or stored else "seen"  # "seen": the observer was first
+        spool.finish_turn(self.conn, turn.turn_key, outcome, path, None)
         self.summary.turns += 1
 
-    def _repeat_of_previous(self, turn: spool.TurnRow) -> bool:
-        """A Stop delivered again for a turn already handled (same final message, no new transcript)."""
-        previous = spool.previous_turn_message(self.conn, turn.session_id, turn.received_at)
-        return previous is not None and previous == turn.last_message
 
-    def _extract(
-        self, activity: TurnActivity, project: str | None, last_message: str
-    ) -> list[tuple[str, str]] | None:
-        from cems_cli.llm import client_from_settings
-
-        settings = self.settings
-        timeout = settings.llm_timeout if "llm_timeout" in settings.model_fields_set else EXTRACTION_TIMEOUT
-        client = client_from_settings(
-            settings.llm_base_url, settings.llm_api_key, settings.llm_model, timeout
-        )
-        if client is None:
-            return None
-        answer = client.chat_json(
-            EXTRACTION_SYSTEM,
-            extraction_prompt(activity, project=project, last_message=last_message),
-            max_tokens=EXTRACTION_MAX_TOKENS,
-            stage="capture-extraction",
-        )
-        return parse_extraction(answer)
+class CaptureError(RuntimeError):
+    """The engine could not process a turn's transcript (the message says why); the turn is retried."""
 
 
 def _log(message: str) -> None:

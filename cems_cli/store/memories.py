@@ -108,6 +108,48 @@ def insert_memory(
     return str(doc_id), True
 
 
+def replace_content(
+    conn: psycopg.Connection,
+    identity: Identity,
+    memory_id: str,
+    memory: NewMemory,
+    content_hash: str,
+    chunks: Sequence[str],
+    vectors: np.ndarray,
+) -> bool:
+    """Give a live memory of this owner new content (and chunks, vectors, title, tags) in one transaction.
+    False when it is gone (archived, forgotten) or another live memory already holds this text."""
+    with conn.transaction():
+        row = conn.execute(
+            "UPDATE memory_documents d SET content = %s, content_hash = %s, title = %s, tags = %s, "
+            "context = %s, updated_at = now() "
+            "WHERE d.id = %s AND d.user_id = %s AND NOT d.archived AND NOT EXISTS ("
+            " SELECT 1 FROM memory_documents o WHERE o.user_id = d.user_id AND o.scope = d.scope"
+            " AND coalesce(o.team_id, '') = coalesce(d.team_id, '') AND o.content_hash = %s"
+            " AND NOT o.archived AND o.id <> d.id) RETURNING id",
+            (
+                memory.content,
+                content_hash,
+                memory.title,
+                memory.tags,
+                memory.context,
+                memory_id,
+                identity.user,
+                content_hash,
+            ),
+        ).fetchone()
+        if row is None:
+            return False
+        conn.execute("DELETE FROM memory_chunks WHERE document_id = %s", (memory_id,))
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO memory_chunks (document_id, chunk_index, content, embedding, context) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                [(memory_id, i, text, vectors[i], memory.context) for i, text in enumerate(chunks)],
+            )
+    return True
+
+
 def get_memory(
     conn: psycopg.Connection, identity: Identity, memory_id: str, include_archived: bool = True
 ) -> MemoryRecord | None:

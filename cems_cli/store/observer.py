@@ -248,3 +248,30 @@ def count_observations(conn: psycopg.Connection, user: str, source: str) -> int:
         (user, source),
     ).fetchone()
     return int(row[0]) if row else 0
+
+
+# --------------------------------------------------------------------------- session records
+
+
+def lock_session(
+    conn: psycopg.Connection, user: str, session_id: str
+) -> tuple[dict[str, Any] | None, str | None]:
+    """(record, context memory id) of a session, row-locked until the caller's transaction ends."""
+    row = conn.execute(
+        "SELECT record, memory_id FROM capture_sessions WHERE user_id = %s AND session_id = %s FOR UPDATE",
+        (user, session_id),
+    ).fetchone()
+    if row is None:
+        return None, None
+    return row[0], (str(row[1]) if row[1] else None)
+
+
+def save_session(
+    conn: psycopg.Connection, user: str, session_id: str, record: dict[str, Any], memory_id: str | None
+) -> None:
+    conn.execute(
+        "INSERT INTO capture_sessions (user_id, session_id, record, memory_id) VALUES (%s, %s, %s, %s) "
+        "ON CONFLICT (user_id, session_id) DO UPDATE SET record = excluded.record, "
+        "memory_id = excluded.memory_id, updated_at = now()",
+        (user, session_id, Jsonb(record), memory_id),
+    )

@@ -131,5 +131,6 @@ def test_each_run_resumes_where_the_last_one_stopped(svc, observer_env, tmp_path
         reports.append(json.loads(run.stdout))
     assert [r["bytes_read"] for r in reports][2] == 0
     assert sum(r["bytes_read"] for r in reports) == path.stat().st_size
-    assert sum(r["duplicates"] for r in reports) == 0
+    # Duplicates are only the data's own repeats (a pattern seen in several turns), never a turn twice.
+    assert sum(r["duplicates"] for r in reports) == len(one_pass(path, unique=False)) - len(one_pass(path))
     assert stored(svc) == one_pass(path)

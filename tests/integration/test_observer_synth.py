@@ -244,9 +244,10 @@ def write_sized(
     return size, writer.turn
 
 
-def one_pass(path: Path, *, home: Path | None = None) -> list[tuple[str, str]]:
+def one_pass(path: Path, *, home: Path | None = None, unique: bool = True) -> list[tuple[str, str]]:
     """What a file should become: (text, category) of every observation from folding it whole, then
-    flushing (as an idle session is) — the reference the incremental and crashing runs must match."""
+    flushing (as an idle session is) — the reference the incremental and crashing runs must match.
+    `unique=False`: every observation as produced, repeats included (a pattern seen in several turns)."""
     from cems_cli.capture.observations import ChunkBuilder
 
     builder = ChunkBuilder(ignore_under=home)
@@ -260,7 +261,24 @@ def one_pass(path: Path, *, home: Path | None = None) -> list[tuple[str, str]]:
             if line is not None:
                 chunks.extend(builder.feed(line))
     chunks.extend(builder.flush())
-    return sorted((o.text, o.category) for chunk in chunks for o in chunk.observations)
+    produced = [(o.text, o.category) for chunk in chunks for o in chunk.observations]
+    produced += sorted(session_contexts(chunks))
+    return sorted(set(produced)) if unique else sorted(produced)
+
+
+def session_contexts(chunks) -> set[tuple[str, str]]:
+    """The one context memory per session that folding these chunks into session records renders."""
+    from cems_cli.capture import sessions
+
+    records: dict[str, dict] = {}
+    for chunk in chunks:
+        if not chunk.session_id:
+            continue
+        record = records.get(chunk.session_id) or sessions.new_record(
+            chunk.session_id, chunk.project, chunk.branch, chunk.sidechain
+        )
+        records[chunk.session_id] = sessions.merge(record, chunk.session)
+    return {(sessions.render(r), "context") for r in records.values() if sessions.worth_remembering(r)}
 
 
 # --------------------------------------------------------------------------- the generator itself

@@ -424,11 +424,11 @@ def test_the_worker_turns_a_realistic_sequence_into_pattern_memories(capture_env
     from cems_cli.config import get_settings
 
     summary = process_pending(get_settings())
-    assert (summary.tool_events, summary.patterns_stored, summary.busy) == (8, 4, False)
+    # The failure and its fix is a `learnings` memory of the capture engine, which reads it from the
+    # transcript; this path keeps to how the project is built, tested and installed.
+    assert (summary.tool_events, summary.patterns_stored, summary.busy) == (8, 3, False)
     stored = patterns(capture_env["CEMS_USER"])
     assert [content for content, *_ in stored] == [
-        "In project acme/api `pytest -q` failed with `KeyError: 'REDIS_URL'`; it passed after editing "
-        "src/acme/config.py.",
         "In project acme/api the tests run with `pytest -q`.",
         "In project acme/api dependencies are installed with `npm install` (npm).",
         "In project acme/api the file `src/acme/cache.py` changes often: it was edited in several sessions.",

@@ -1,5 +1,6 @@
 """hooks/stop.py as Claude Code runs it: the turn is recorded in the spool, then the detached capture worker
-reads the transcript delta and stores a digest (or, with an LLM, learnings and decisions) search finds."""
+runs the capture engine (the observer's) on the transcript: the session's context record, learnings,
+patterns (or, with an LLM, what the model extracts), stored once whichever trigger reads the turn first."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from tests.integration.test_post_tool_use_hook import (
     stored_rows_containing,
 )
 from tests.support.fake_openai import Reply
-from tests.unit.test_turns import FINAL, SESSION, Transcript, redis_turn
+from tests.support.transcripts import FINAL, SESSION, Transcript, redis_turn
 
 REPO = Path(__file__).resolve().parents[2]
 STOP = REPO / "hooks" / "stop.py"
@@ -135,52 +136,81 @@ def test_cems_disable_turns_the_hook_off(tmp_path):
     assert turns(home) == []
 
 
-# --- digests --------------------------------------------------------------------------------------------
+# --- what a turn becomes --------------------------------------------------------------------------------
 
 
-def test_a_turn_becomes_a_context_digest_that_search_finds(capture_env, transcript, cli):
+def test_a_turn_becomes_the_sessions_record_a_learning_and_a_pattern(capture_env, transcript, cli):
     redis_turn(transcript)
     took = stop(capture_env, stop_payload(transcript))
     assert took < 10.0  # records and hands off; the worker does the slow part
     assert len(turns(capture_env["CEMS_HOME"])) == 1  # recorded before the hook returned
     [turn] = wait_for_worker(capture_env["CEMS_HOME"], 1)
-    assert turn["outcome"] == "digest" and turn["end_offset"] == transcript.path.stat().st_size
+    assert turn["outcome"] == "engine" and turn["end_offset"] == transcript.path.stat().st_size
 
-    [digest] = memories(capture_env["CEMS_USER"], "context")
-    assert (digest["source"], digest["source_ref"], digest["tags"]) == (
-        "session",
-        "project:acme/api",
-        [f"session:{SESSION}"],
+    stored = memories(capture_env["CEMS_USER"])
+    by_category = {m["category"]: m for m in stored}
+    assert sorted(by_category) == ["context", "learnings", "patterns"] and len(stored) == 3
+    for memory in stored:
+        assert memory["source"] == "session" and memory["tags"][0] == f"session:{SESSION}"
+        assert memory["source_ref"].startswith(f"project:acme/api:session:{SESSION}:L")
+    context = by_category["context"]["content"]
+    assert context.startswith(f"Claude Code session {SESSION[:8]} in acme/api on branch fix/optional-redis")
+    assert "Asked: The API returns 500 when REDIS_URL is unset." in context
+    assert "Changed: src/acme/config.py." in context
+    assert 'Ran: `grep -rn "REDIS_URL" src/`; `pytest -q`.' in context
+    assert "Outcome" not in context and "Still failing" not in context  # the failure was fixed
+    assert by_category["learnings"]["content"] == (
+        "`pytest -q` failed in acme/api with \"E KeyError: 'REDIS_URL'\"; it passed after changes to "
+        "src/acme/config.py."
     )
-    assert "Claude Code turn in project acme/api (session 3f1c2a9e" in digest["content"]
-    assert "Files touched: src/acme/config.py." in digest["content"]
-    assert "Errors: pytest -q failed with \"KeyError: 'REDIS_URL'\" (resolved)." in digest["content"]
-    assert digest["content"].endswith(f"Outcome: {FINAL}")
+    assert by_category["patterns"]["content"] == "In project acme/api the tests run with `pytest -q`."
 
-    searched = cli("search", "make the REDIS_URL cache optional", "--json")
+    searched = cli("search", "why did pytest fail with KeyError REDIS_URL", "--json")
     assert searched.code == 0, searched.stderr
     found = searched.json()["results"]
-    assert found and found[0]["category"] == "context" and "REDIS_URL" in found[0]["content"], found
+    assert found and found[0]["category"] == "learnings", found
 
     # The same Stop delivered again is the same turn: nothing new recorded, nothing new stored.
     stop(capture_env, stop_payload(transcript))
     assert len(turns(capture_env["CEMS_HOME"])) == 1
-    assert len(memories(capture_env["CEMS_USER"])) == 1
+    assert len(memories(capture_env["CEMS_USER"])) == 3
 
 
-def test_each_turn_digests_only_its_own_part_of_the_transcript(capture_env, transcript):
+def test_a_blocked_push_and_a_failing_command_are_recorded_as_what_they_were(capture_env, transcript):
+    transcript.prompt("Push my branch and check that nosuchmod imports.")
+    reason = "force pushes rewrite shared history (pattern 'git push*')"
+    transcript.denied("git push --force origin main", reason)
+    transcript.bash(
+        "python -c 'import nosuchmod'",
+        "Exit code 1\nTraceback (most recent call last):\nModuleNotFoundError: No module named 'nosuchmod'",
+        True,
+    )
+    transcript.say("Done.")
+    stop(capture_env, stop_payload(transcript, "Done."))
+    wait_for_worker(capture_env["CEMS_HOME"], 1)
+    [context] = memories(capture_env["CEMS_USER"])  # nothing ran, nothing decided: only the record
+    text = context["content"]
+    assert "Blocked by a rule: `git push --force origin main` (force pushes rewrite shared history)." in text
+    failing = "python -c 'import nosuchmod': ModuleNotFoundError: No module named 'nosuchmod'"
+    assert f"Still failing: {failing}." in text
+    assert "Ran:" not in text and "Done." not in text
+
+
+def test_each_turn_updates_the_one_context_memory_of_its_session(capture_env, transcript):
     redis_turn(transcript)
     stop(capture_env, stop_payload(transcript))
     wait_for_worker(capture_env["CEMS_HOME"], 1)
+    [before] = memories(capture_env["CEMS_USER"], "context")
     transcript.prompt("Also document REDIS_URL in the README.")
     transcript.edit("README.md")
     transcript.say("Documented.")
     stop(capture_env, stop_payload(transcript, "README.md now documents REDIS_URL."))
     wait_for_worker(capture_env["CEMS_HOME"], 2)
-    first, second = [m["content"] for m in memories(capture_env["CEMS_USER"], "context")]
-    assert "pytest -q" in first and "README.md" not in first
-    assert "Files touched: README.md." in second and "pytest" not in second and "grep" not in second
-    assert "Asked: Also document REDIS_URL in the README." in second
+    [after] = memories(capture_env["CEMS_USER"], "context")
+    assert "Changed: src/acme/config.py." in before["content"]
+    assert "Changed: src/acme/config.py, README.md." in after["content"]
+    assert "Asked: The API returns 500 when REDIS_URL is unset." in after["content"]
+    assert "/ Also document REDIS_URL in the README." in after["content"]
 
 
 def test_the_worker_does_not_import_modules_from_the_agents_directory(capture_env, transcript, project):
@@ -191,16 +221,44 @@ def test_the_worker_does_not_import_modules_from_the_agents_directory(capture_en
     redis_turn(transcript)
     stop(capture_env, stop_payload(transcript))
     [turn] = wait_for_worker(capture_env["CEMS_HOME"], 1)
-    assert turn["outcome"] == "digest" and not marker.exists()
+    assert turn["outcome"] == "engine" and not marker.exists()
 
 
-def test_a_missing_transcript_still_gives_a_digest_of_the_answer(capture_env, transcript):
+def test_a_missing_transcript_stores_nothing_and_the_turn_is_done(capture_env, transcript):
     payload = stop_payload(transcript, transcript_path=str(transcript.path.with_name("gone.jsonl")))
     stop(capture_env, payload)
     [turn] = wait_for_worker(capture_env["CEMS_HOME"], 1)
-    assert turn["end_offset"] is None
-    [digest] = memories(capture_env["CEMS_USER"], "context")
-    assert digest["content"].endswith(f"Outcome: {FINAL}")
+    assert turn["end_offset"] is None and turn["outcome"] == "empty"
+    assert memories(capture_env["CEMS_USER"]) == []  # the final message alone is no record of work
+
+
+def test_the_stop_trigger_and_the_observer_store_a_turn_once(capture_env, transcript):
+    """Both triggers on one transcript: whichever reads a turn first stores it, the other stores nothing."""
+    from cems_cli.capture.observer import Observer
+    from cems_cli.capture.observer_settings import ObserverSettings
+    from cems_cli.config import get_settings
+    from cems_cli.service import MemoryService
+
+    redis_turn(transcript)
+    stop(capture_env, stop_payload(transcript))
+    wait_for_worker(capture_env["CEMS_HOME"], 1)
+    after_stop = memories(capture_env["CEMS_USER"])
+    settings = ObserverSettings(observer_paths=str(transcript.path.parent.parent), observer_idle_seconds=0)
+    with MemoryService(get_settings()) as service:
+        report = Observer(service, settings).sync()
+    assert report.errors == [] and report.files == 1
+    assert (report.observations, report.duplicates, report.chunks) == (0, 0, 0)
+    assert memories(capture_env["CEMS_USER"]) == after_stop
+    # And the other way round: a turn the observer read first is "seen" by the Stop trigger.
+    transcript.prompt("Also document REDIS_URL in the README.")
+    transcript.edit("README.md")
+    transcript.say("Documented.")
+    with MemoryService(get_settings()) as service:
+        assert Observer(service, settings).sync().chunks == 1
+    between = memories(capture_env["CEMS_USER"])
+    stop(capture_env, stop_payload(transcript, "Documented."))
+    [_, second] = wait_for_worker(capture_env["CEMS_HOME"], 2)
+    assert second["outcome"] == "seen" and memories(capture_env["CEMS_USER"]) == between
 
 
 def test_secrets_and_private_text_never_reach_the_spool_or_the_database(capture_env, transcript):
@@ -227,41 +285,49 @@ def test_with_an_llm_the_turn_becomes_learnings_and_decisions(capture_env, trans
     fake_openai.queue(
         json.dumps(
             {
-                "learnings": [
-                    "In acme/api, Settings read REDIS_URL with os.environ[...], so an unset variable "
-                    "raised KeyError and the API answered 500."
-                ],
-                "decisions": [
-                    "In acme/api the Redis cache is optional: Settings.redis_url defaults to None and the "
-                    f"cache falls back to an in-process dict. Key {GITHUB_TOKEN}"
-                ],
+                "observations": [
+                    {
+                        "category": "learnings",
+                        "text": "In acme/api, Settings read REDIS_URL with os.environ[...], so an unset "
+                        "variable raised KeyError and the API answered 500.",
+                    },
+                    {
+                        "category": "decisions",
+                        "text": "In acme/api the Redis cache is optional: Settings.redis_url defaults to "
+                        f"None and the cache falls back to an in-process dict. Key {GITHUB_TOKEN}",
+                    },
+                ]
             }
         )
     )
     redis_turn(transcript)
     stop(llm_env(capture_env, fake_openai), stop_payload(transcript))
     [turn] = wait_for_worker(capture_env["CEMS_HOME"], 1)
-    assert turn["outcome"] == "llm"
+    assert turn["outcome"] == "engine"
     stored = memories(capture_env["CEMS_USER"])
-    assert sorted(m["category"] for m in stored) == ["decisions", "learnings"]  # no digest besides
-    assert all((m["source"], m["source_ref"]) == ("session", "project:acme/api") for m in stored)
+    # The model's memories replace the deterministic ones; the session's record is kept either way.
+    assert sorted(m["category"] for m in stored) == ["context", "decisions", "learnings"]
+    assert all(m["source"] == "session" for m in stored)
+    assert all(m["source_ref"].startswith(f"project:acme/api:session:{SESSION}:L") for m in stored)
     assert any("falls back to an in-process dict" in m["content"] for m in stored)
     assert not any(GITHUB_TOKEN in m["content"] for m in stored)  # the model's answer is redacted too
 
     [request] = fake_openai.chat_requests
     sent = request.body["messages"][1]["content"]
-    assert sent.startswith("<cems:no-observe/>\nProject: acme/api") and "Tool Bash: pytest -q" in sent
+    assert sent.startswith("<cems:no-observe/>\nTranscript excerpt:") and "Tool Bash: pytest -q" in sent
 
 
 @pytest.mark.parametrize("failure", ["error", "hang"])
-def test_an_llm_failure_falls_back_to_the_digest(capture_env, transcript, fake_openai, failure):
+def test_an_llm_failure_falls_back_to_the_deterministic_memories(
+    capture_env, transcript, fake_openai, failure
+):
     fake_openai.queue(Reply.error(500) if failure == "error" else Reply.hang())
     redis_turn(transcript)
-    stop(llm_env(capture_env, fake_openai, CEMS_LLM_TIMEOUT="1"), stop_payload(transcript))
+    stop(llm_env(capture_env, fake_openai, CEMS_OBSERVER_LLM_TIMEOUT="1"), stop_payload(transcript))
     [turn] = wait_for_worker(capture_env["CEMS_HOME"], 1)
-    assert turn["outcome"] == "digest"
-    [digest] = memories(capture_env["CEMS_USER"])
-    assert digest["category"] == "context" and "Files touched: src/acme/config.py." in digest["content"]
+    assert turn["outcome"] == "engine"
+    stored = memories(capture_env["CEMS_USER"])
+    assert sorted(m["category"] for m in stored) == ["context", "learnings", "patterns"]
     assert len(fake_openai.chat_requests) == 1
 
 
@@ -276,7 +342,7 @@ def test_the_hook_fails_open_when_the_spool_cannot_be_written(tmp_path):
 # --- the worker when things go wrong --------------------------------------------------------------------
 
 
-def record_turn(home: str, session: str, message: str, cwd: str | None = None) -> None:
+def record_turn(home: str, session: str, message: str, transcript: Path | None = None) -> None:
     from cems_cli.capture import spool
 
     conn = spool.connect(spool.spool_path(home))
@@ -285,8 +351,8 @@ def record_turn(home: str, session: str, message: str, cwd: str | None = None) -
             conn,
             turn_key=f"{session}-{message}",
             session_id=session,
-            transcript_path=None,
-            cwd=cwd,
+            transcript_path=str(transcript) if transcript else None,
+            cwd=None,
             last_message=message,
             end_offset=None,
         )
@@ -294,20 +360,28 @@ def record_turn(home: str, session: str, message: str, cwd: str | None = None) -
         conn.close()
 
 
-def test_a_turn_that_keeps_failing_is_set_aside_and_the_others_go_on(capture_env, monkeypatch):
-    from cems_cli.capture import spool, worker
+def test_a_turn_that_keeps_failing_is_set_aside_and_the_others_go_on(capture_env, tmp_path, monkeypatch):
+    from cems_cli.capture import spool
+    from cems_cli.capture.observer import Observer
     from cems_cli.config import get_settings
 
-    record_turn(capture_env["CEMS_HOME"], "bad", "this turn breaks the digest")
-    record_turn(capture_env["CEMS_HOME"], "good", "Renamed the settings module.")
-    real_digest = worker.digest_text
+    paths = {}
+    for session in ("bad", "good"):
+        written = Transcript(tmp_path / f"{session}.jsonl", cwd=str(tmp_path), session=session)
+        written.prompt("Rename the settings module.")
+        written.bash("git mv settings.py config.py", "")
+        written.say("Renamed the settings module.")
+        paths[session] = written.path
+    record_turn(capture_env["CEMS_HOME"], "bad", "this turn breaks the engine", paths["bad"])
+    record_turn(capture_env["CEMS_HOME"], "good", "Renamed the settings module.", paths["good"])
+    real_process = Observer._process
 
-    def digest(activity, **fields):
-        if fields["session_id"] == "bad":
+    def process(self, path, row, report):
+        if path.name == "bad.jsonl":
             raise ValueError("a bug met by one turn")
-        return real_digest(activity, **fields)
+        return real_process(self, path, row, report)
 
-    monkeypatch.setattr(worker, "digest_text", digest)
+    monkeypatch.setattr(Observer, "_process", process)
     first = process_pending_now(get_settings())
     assert (first.turns, first.turn_memories_stored, first.turns_failed) == (1, 1, 0)
     for _ in range(spool.MAX_ATTEMPTS - 1):
@@ -315,17 +389,18 @@ def test_a_turn_that_keeps_failing_is_set_aside_and_the_others_go_on(capture_env
     by_session = {t["session_id"]: t for t in turns(capture_env["CEMS_HOME"])}
     assert (by_session["bad"]["outcome"], by_session["bad"]["attempts"]) == ("failed", spool.MAX_ATTEMPTS)
     assert "a bug met by one turn" in by_session["bad"]["last_error"]
-    assert by_session["good"]["outcome"] == "digest"
-    assert [m["content"] for m in memories(capture_env["CEMS_USER"])][0].endswith(
-        "Renamed the settings module."
-    )
+    assert by_session["good"]["outcome"] == "engine"
+    [context] = memories(capture_env["CEMS_USER"])
+    assert "Ran: `git mv settings.py config.py`." in context["content"]
 
 
 def test_an_unreachable_database_leaves_the_work_pending(capture_env):
     from cems_cli.config import load_settings
     from cems_cli.store.db import StoreError
 
-    record_turn(capture_env["CEMS_HOME"], "s", "Done.")
+    transcript = Transcript(Path(capture_env["CEMS_HOME"]).parent / "s.jsonl", session="s")
+    transcript.prompt("Anything.")
+    record_turn(capture_env["CEMS_HOME"], "s", "Done.", transcript.path)
     settings = load_settings(database_url="host=/nonexistent-cems-socket-dir port=1 user=x connect_timeout=1")
     with pytest.raises(StoreError):
         process_pending_now(settings)
@@ -362,7 +437,7 @@ def test_a_turn_spooled_while_the_worker_finishes_is_not_stranded(capture_env, m
     monkeypatch.setattr(spool, "checkpoint", checkpoint_then_a_stop_arrives)
     summary = process_pending_now(get_settings())
     assert raced == [True]  # the hook would have left the turn to this worker
-    assert summary.turns == 2 and all(t["outcome"] == "digest" for t in turns(home))
+    assert summary.turns == 2 and all(t["outcome"] == "empty" for t in turns(home))
     assert not worker_running(home)
     with open(Path(home) / spool.LOCK_FILE, "a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX)

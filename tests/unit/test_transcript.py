@@ -87,9 +87,10 @@ def result(tool_id: str, output: str, error: bool = False, **kw) -> bytes:
 def fold(lines: list[bytes], limits: Limits | None = None, flush: bool = True, **options):
     builder = ChunkBuilder(limits, **options)
     chunks = []
-    for raw in lines:
+    for number, raw in enumerate(lines, start=1):
         line = parse_line(raw)
         if line is not None:
+            builder.line_no = number
             chunks.extend(builder.feed(line))
     if flush:
         chunks.extend(builder.flush())
@@ -217,14 +218,17 @@ def test_a_chunk_is_a_request_and_the_work_that_followed():
         ]
     )
     assert len(chunks) == 2
-    assert "The user asked: Make the cache optional" in chunks[0].observations[0].text
-    assert "The user asked: Now add a test" in chunks[1].observations[0].text
+    assert chunks[0].session["asked"] == ["Make the cache optional"]
+    assert chunks[0].session["commands"] == ["ls"]
+    assert chunks[1].session["asked"] == ["Now add a test"] and chunks[1].session["commands"] == []
+    assert chunks[0].line == 1 and chunks[1].line == 5  # where each turn starts: provenance
 
 
 def test_prompts_before_any_work_join_the_same_chunk_and_bare_slash_commands_are_dropped():
     chunks = fold([prompt("/clear"), prompt("Fix login"), prompt("it is in auth.py"), say("Fixed", "m1")])
     [chunk] = chunks
-    assert "The user asked: /clear / Fix login / it is in auth.py" in chunk.observations[0].text
+    assert "User: Fix login" in chunk.text and "User: it is in auth.py" in chunk.text
+    assert chunk.session["asked"] == ["Fix login"]  # the request, not the slash command
     assert fold([prompt("/cost")]) == []
 
 
@@ -232,29 +236,26 @@ def test_assistant_lines_group_by_message_id_and_repeated_blocks_count_once():
     chunks = fold(
         [
             prompt("Why is it slow?"),
-            say("The query", "m1"),
-            say("scans the table.", "m1"),
-            say("The query", "m1"),
+            say("We decided to", "m1"),
+            say("add an index.", "m1"),
+            say("We decided to", "m1"),
             call("t1", "Read", {"file_path": "/home/dev/acme-api/db.py"}, "m1"),
             result("t1", "code"),
-            say("Added an index; p95 is now 40 ms.", "m2"),
+            say("We switched the report query to the covering index instead of a full scan.", "m2"),
         ]
     )
-    text = chunks[0].observations[0].text
-    assert "Assistant's conclusion: Added an index; p95 is now 40 ms." in text
-    assert text.count("The query") == 0  # m1 was not the last message
-    first_message = (
-        fold([prompt("Why?"), say("The query", "m1"), say("scans the table.", "m1"), say("The query", "m1")])[
-            0
-        ]
-        .observations[0]
-        .text
-    )
-    assert first_message.endswith("Assistant's conclusion: The query scans the table.")
-    assert "Files read: db.py." in text  # paths inside the session's cwd are shown relative
+    decisions = [o.text for o in chunks[0].observations if o.category == "decisions"]
+    # Only the final answer decides; m1 was not the last message.
+    assert decisions == ["We switched the report query to the covering index instead of a full scan."]
+    first_message = fold(
+        [prompt("Why?"), say("We decided to", "m1"), say("use an index.", "m1"), say("We decided to", "m1")]
+    )[0]
+    # Blocks of one streamed answer are one paragraph: the sentence is whole.
+    assert [o.text for o in first_message.observations] == ["We decided to use an index."]
+    assert chunks[0].text.count("We decided to") == 1  # the repeated block is rendered once
 
 
-def test_digest_lists_files_commands_and_errors_and_a_verified_fix_becomes_a_learning():
+def test_outcomes_failures_and_a_verified_fix_becomes_a_learning():
     chunks = fold(
         [
             prompt("Tests fail on CI"),
@@ -275,17 +276,21 @@ def test_digest_lists_files_commands_and_errors_and_a_verified_fix_becomes_a_lea
             say("Fixed: config falls back when REDIS_URL is unset.", "m9"),
         ]
     )
-    context, learning = chunks[0].observations
-    assert context.category == "context" and learning.category == "learnings"
-    assert "Files changed: src/config.py." in context.text
-    assert "Commands run: `cd app && pytest -q tests/test_api.py`; `pytest -q`." in context.text
-    assert (
-        "Errors seen: cd app && pytest -q tests/test_api.py: FAILED tests/test_api.py::test_get - KeyError"
-        in context.text
+    [chunk] = chunks
+    by_category = {o.category: o for o in chunk.observations}
+    learning = by_category["learnings"]
+    assert learning.text == (
+        "`cd app && pytest -q tests/test_api.py` failed in acme-api with "
+        "\"FAILED tests/test_api.py::test_get - KeyError: 'REDIS_URL'\"; "
+        "it passed after changes to src/config.py."
     )
-    assert learning.text.startswith("`cd app && pytest -q tests/test_api.py` failed in project:acme-api with")
-    assert learning.text.endswith("it passed after changes to src/config.py.")
-    assert context.tags == learning.tags == ["session:s-1", "branch:main"]
+    assert by_category["patterns"].text == "In project acme-api the tests run with `pytest -q`."
+    assert learning.tags == ["session:s-1", "branch:main"] and learning.line == 1
+    session = chunk.session
+    assert session["changed"] == ["src/config.py"]
+    assert session["commands"] == ["pytest -q"]  # the failing run was fixed: not "still failing"
+    assert session["errors"] == [] and session["fixes"] == 1
+    assert not any(o.category == "context" for o in chunk.observations)  # the session record is the context
 
 
 def test_a_rerun_that_passes_without_any_change_is_not_a_learning():
@@ -298,7 +303,67 @@ def test_a_rerun_that_passes_without_any_change_is_not_a_learning():
             result("t2", "ok"),
         ]
     )
-    assert [o.category for o in chunks[0].observations] == ["context"]
+    assert [o.category for o in chunks[0].observations] == ["patterns"]
+
+
+def test_a_variant_that_works_after_a_failure_is_a_learning():
+    [chunk] = fold(
+        [
+            prompt("Run the DB tests"),
+            call("t1", "Bash", {"command": "make test"}),
+            result("t1", "Exit code 2\nmake: *** No rule to make target 'test'.  Stop.", True),
+            call("t2", "Bash", {"command": "make test-db"}),
+            result("t2", "12 passed in 3.1s"),
+        ]
+    )
+    [learning] = [o for o in chunk.observations if o.category == "learnings"]
+    assert learning.text == (
+        "`make test` failed in acme-api with \"make: *** No rule to make target 'test'. Stop.\"; "
+        "`make test-db` worked instead."
+    )
+
+
+def test_a_command_a_rule_blocked_or_the_user_refused_did_not_run():
+    [chunk] = fold(
+        [
+            prompt("push my branch"),
+            call("t1", "Bash", {"command": "git push --force origin main"}),
+            result(
+                "t1",
+                "PreToolUse:Bash hook error: Blocked by CEMS rule 0f1e2d3c-aaaa-bbbb-cccc-111122223333: "
+                "force pushes rewrite shared history (pattern 'git push --force*')",
+                True,
+            ),
+            call("t2", "Bash", {"command": "rm -rf build"}),
+            result("t2", "The user doesn't want to proceed with this tool use. It was rejected.", True),
+            call("t3", "Bash", {"command": "python -c 'import nosuchmod'"}),
+            result("t3", "Exit code 1\nModuleNotFoundError: No module named 'nosuchmod'", True),
+            say("Done.", "m1"),
+        ]
+    )
+    session = chunk.session
+    assert session["blocked"] == ["`git push --force origin main` (force pushes rewrite shared history)"]
+    assert session["denied"] == ["rm -rf build"]
+    assert session["commands"] == []  # nothing ran successfully
+    assert session["errors"] == [
+        "python -c 'import nosuchmod': ModuleNotFoundError: No module named 'nosuchmod'"
+    ]
+    assert chunk.observations == []  # "Done." decides nothing; no filler memory
+
+
+def test_preferences_come_from_the_user_and_decisions_from_prompt_or_answer():
+    [chunk] = fold(
+        [
+            prompt("In this repo we use pnpm, never npm. Can you add lodash?"),
+            call("t1", "Bash", {"command": "pnpm add lodash"}),
+            result("t1", "+ lodash 4.17.21"),
+            say("Added lodash with pnpm. I always run the linter after installs.", "m1"),
+        ]
+    )
+    found = [(o.category, o.text) for o in chunk.observations]
+    assert ("preferences", "In this repo we use pnpm, never npm.") in found
+    assert ("patterns", "In project acme-api dependencies are installed with `pnpm add` (pnpm).") in found
+    assert not any("linter" in text for _, text in found)  # the assistant's habits are not the user's
 
 
 def test_long_turns_are_split_and_the_continuation_keeps_the_request():
@@ -307,8 +372,8 @@ def test_long_turns_are_split_and_the_continuation_keeps_the_request():
         lines += [call(f"t{i}", "Edit", {"file_path": f"/home/dev/acme-api/h{i}.py"}), result(f"t{i}", "ok")]
     chunks = fold(lines, Limits(chunk_max_chars=10_000, chunk_max_tools=3))
     assert len(chunks) == 3
-    assert "Continuing the request: Migrate every handler" in chunks[1].observations[0].text
-    assert "Files changed: h3.py, h4.py, h5.py." in chunks[1].observations[0].text
+    assert "continuing the request: Migrate every handler" in chunks[1].text
+    assert chunks[1].session["changed"] == ["h3.py", "h4.py", "h5.py"]
 
 
 def test_a_new_session_id_closes_the_chunk():
@@ -316,7 +381,7 @@ def test_a_new_session_id_closes_the_chunk():
         [prompt("one", session="a"), say("did one", "m1", session="a"), say("did two", "m2", session="b")]
     )
     assert [c.session_id for c in chunks] == ["a", "b"]
-    assert "Continued work" in chunks[1].observations[0].text
+    assert chunks[1].session["asked"] == []
 
 
 def test_folding_line_by_line_through_json_state_equals_one_pass():
@@ -334,8 +399,9 @@ def test_folding_line_by_line_through_json_state_equals_one_pass():
         ]
     whole = fold(lines, Limits(chunk_max_chars=700, chunk_max_tools=2))
     pieces, state = [], None
-    for raw in lines:
+    for number, raw in enumerate(lines, start=1):
         builder = ChunkBuilder(Limits(chunk_max_chars=700, chunk_max_tools=2), json.loads(json.dumps(state)))
+        builder.line_no = number
         pieces.extend(builder.feed(parse_line(raw)))
         state = builder.state()
     pieces.extend(ChunkBuilder(Limits(chunk_max_chars=700, chunk_max_tools=2), state).flush())
@@ -412,9 +478,9 @@ def test_llm_answers_are_validated():
         },
         [chunk],
     )
+    # Unknown kinds and session summaries are dropped: the session record is the context.
     assert [(o.category, o.text, o.title) for o in found] == [
-        ("decisions", "Made REDIS_URL optional.", "Optional cache"),
-        ("context", "Defaults to context.", None),
+        ("decisions", "Made REDIS_URL optional.", "Optional cache")
     ]
     assert found[0].tags == ["session:3f1c2a9e-7b4d-4e1a-9c55-2d8f0b6a1e47", "branch:fix/optional-redis"]
     assert found[0].project == "project:acme-api" and found[0].created_at == "2026-03-02T09:14:15.034Z"
