@@ -151,6 +151,13 @@ _NOISE_PREFIXES = (
 )
 
 
+def _branch(value: object) -> str:
+    """The git branch Claude Code recorded; "HEAD" (a detached head, or a repository without commits)
+    names no branch, so it is not worth a tag."""
+    branch = _str(value)
+    return "" if branch == "HEAD" else branch
+
+
 def parse_line(data: bytes) -> Line | None:
     """The events of one line; None for a blank line; Malformed when it is not a JSON object."""
     text = data.decode("utf-8", errors="replace").strip()
@@ -167,7 +174,7 @@ def parse_line(data: bytes) -> Line | None:
         kind=kind,
         session_id=_str(record.get("sessionId")),
         cwd=_str(record.get("cwd")),
-        branch=_str(record.get("gitBranch")),
+        branch=_branch(record.get("gitBranch")),
         timestamp=_str(record.get("timestamp")),
         sidechain=record.get("isSidechain") is True,
     )

@@ -157,6 +157,11 @@ def test_lines_that_are_not_json_objects_are_malformed(raw):
         parse_line(raw)
 
 
+def test_head_names_no_branch():
+    assert parse_line(prompt("hi")).branch == "main"
+    assert parse_line(prompt("hi", gitBranch="HEAD")).branch == ""
+
+
 def test_blank_unknown_meta_and_noise_lines_carry_no_events():
     assert parse_line(b"   ") is None
     assert parse_line(b'{"type": "file-history-snapshot", "snapshot": {}}').events == []
