@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -26,3 +28,17 @@ def pgdata_path(home: Path | None = None) -> Path:
 
 def config_file_path(home: Path | None = None) -> Path:
     return (home or cems_home()) / "config.toml"
+
+
+@contextlib.contextmanager
+def using_home(home: Path) -> Iterator[Path]:
+    """Make `home` the CEMS_HOME of this process for the duration (settings, caches, the embedded server)."""
+    previous = os.environ.get("CEMS_HOME")
+    os.environ["CEMS_HOME"] = str(home)
+    try:
+        yield home
+    finally:
+        if previous is None:
+            os.environ.pop("CEMS_HOME", None)
+        else:
+            os.environ["CEMS_HOME"] = previous

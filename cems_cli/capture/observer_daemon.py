@@ -26,6 +26,8 @@ log = logging.getLogger("cems.observer")
 
 PID_FILE = "observer.pid"
 LOG_FILE = "observer.log"
+# What the running daemon really watches: its environment, not the one of the shell asking for status.
+STATE_FILE = "observer.json"
 _LOG_ROTATE_BYTES = 10 * 1024 * 1024
 _WATCH_STEP_MS = 250  # how often the watcher looks for a stop request: 4 wake-ups/s, ~0.05% of a core
 
@@ -151,6 +153,8 @@ def run(
                 ", ".join(map(str, observer.roots)),
                 "LLM extraction" if llm else "digests",
             )
+            if not once:
+                _write_state(settings.home, observer, observer_settings)
             total = observer.sync()
             _log_report(total)
             if not once:
@@ -159,6 +163,36 @@ def run(
     finally:
         service.close()
         lock.release()
+
+
+def _write_state(home: Path, observer: Observer, observer_settings: ObserverSettings) -> None:
+    """Record the watch settings this process runs with, for `cems observe status` from any shell."""
+    import json
+    from datetime import UTC, datetime
+
+    state = {
+        "pid": os.getpid(),
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "roots": [str(root) for root in observer.roots],
+        "idle_seconds": observer_settings.observer_idle_seconds,
+        "llm": observer.llm is not None,
+    }
+    temporary = home / f".{STATE_FILE}.{os.getpid()}"
+    temporary.write_text(json.dumps(state))
+    os.replace(temporary, home / STATE_FILE)
+
+
+def _running_state(home: Path, pid: int | None) -> dict[str, object] | None:
+    """The running daemon's recorded settings; None when it is not running or wrote none (a --once run)."""
+    import json
+
+    if not pid or pid < 0:
+        return None
+    try:
+        state = json.loads((home / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) and state.get("pid") == pid else None
 
 
 def _watch(observer: Observer, settings: ObserverSettings, stop: threading.Event, total: RunReport) -> None:
@@ -293,11 +327,30 @@ def status(settings: Settings, observer_settings: ObserverSettings) -> dict[str,
     from cems_cli.service import MemoryService
 
     pid = holder(settings.home)
+    running = _running_state(settings.home, pid)
+    if running is not None:
+        observer_settings = observer_settings.model_copy(
+            update={"observer_idle_seconds": running["idle_seconds"]}
+        )
     llm = (
         llm_for(observer_settings, settings.llm_base_url, settings.llm_api_key, settings.llm_model)
         if settings.llm_configured
         else None
     )
     with MemoryService(settings) as service:
-        details = Observer(service, observer_settings, llm).status()
-    return {"running": pid is not None, "pid": pid if pid and pid > 0 else None, **details}
+        observer = Observer(service, observer_settings, llm)
+        if running is not None:
+            # Report on what the daemon watches; this shell's CEMS_OBSERVER_PATHS may differ.
+            observer.roots = [Path(root) for root in running["roots"]]
+        details = observer.status()
+    if running is not None:
+        details["llm"] = running["llm"]
+    return {
+        "running": pid is not None,
+        "pid": pid if pid and pid > 0 else None,
+        "started_at": running["started_at"] if running else None,
+        # "daemon": what the running observer watches; "settings": what this shell's settings say it would.
+        "roots_from": "daemon" if running else "settings",
+        "idle_seconds": observer_settings.observer_idle_seconds,
+        **details,
+    }

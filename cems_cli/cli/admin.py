@@ -70,14 +70,20 @@ def db_stop(as_json: bool = JsonOption) -> None:
     from cems_cli.paths import pgdata_path
     from cems_cli.store.server import stop_server
 
+    from cems_cli.server.daemon import stop_server as stop_search_server
+
     settings = get_settings()
     if settings.database_url:
         fail("CEMS_DATABASE_URL is set: there is no embedded server to stop")
+    # The warm search server holds a connection to this database and would only fail from now on.
+    search_server_stopped = stop_search_server(settings.home)
     was_running = stop_server(pgdata_path(settings.home))
     if as_json:
-        emit_json({"stopped": was_running, "running": False})
+        emit_json({"stopped": was_running, "running": False, "search_server_stopped": search_server_stopped})
     else:
         console.print("stopped" if was_running else "not running")
+        if search_server_stopped:
+            console.print("stopped the search server (cems serve) too")
 
 
 def status(as_json: bool = JsonOption) -> None:

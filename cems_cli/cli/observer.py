@@ -40,6 +40,9 @@ def observe(
 
     Foreground until Ctrl-C; --daemon runs it in the background; --once processes what is new and exits.
 
+    CEMS_OBSERVER_PATHS sets the folders to watch instead, separated by ':' (os.pathsep) or ','. A session
+    whose transcript stays unchanged for CEMS_OBSERVER_IDLE_SECONDS (default 300) is finalized.
+
     Never observed, so that CEMS never learns from its own LLM calls:
 
     transcripts whose working directory is inside CEMS_HOME, or with a prompt containing <cems:no-observe/>.
@@ -100,7 +103,9 @@ def status(as_json: bool = JsonOption) -> None:
     state = f"running (pid {info['pid']})" if info["running"] else "not running"
     lines = [
         f"observer: {state}",
-        f"watching: {', '.join(info['roots'])}",
+        f"watching: {', '.join(info['roots'])}"
+        + ("" if info["roots_from"] == "daemon" else " (from this shell's settings)"),
+        f"idle: a session quiet for {info['idle_seconds']:g} s is finalized (CEMS_OBSERVER_IDLE_SECONDS)",
         f"files: {info['files_watched']} transcripts, {info['bytes_behind']:,} bytes behind, "
         f"{info['malformed_lines']} malformed lines skipped",
         f"pending: {info['open_chunks']} open chunks, {info['backlog_chunks']} chunks awaiting extraction "

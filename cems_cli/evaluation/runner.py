@@ -8,7 +8,6 @@ the user's own memories) through the `cems import` engine, then every scored que
 from __future__ import annotations
 
 import contextlib
-import os
 import platform
 import shutil
 import subprocess
@@ -164,19 +163,14 @@ def throwaway_home() -> Iterator[Path]:
     CEMS_HOME is also set in the environment for the duration, so nothing reached through `paths` can
     touch the user's own data folder.
     """
-    from cems_cli.paths import pgdata_path
+    from cems_cli.paths import pgdata_path, using_home
     from cems_cli.store.server import ServerError, stop_server
 
     home = Path(tempfile.mkdtemp(prefix="cems-eval-"))
-    previous = os.environ.get("CEMS_HOME")
-    os.environ["CEMS_HOME"] = str(home)
     try:
-        yield home
+        with using_home(home):
+            yield home
     finally:
-        if previous is None:
-            os.environ.pop("CEMS_HOME", None)
-        else:
-            os.environ["CEMS_HOME"] = previous
         with contextlib.suppress(ServerError, OSError):
             stop_server(pgdata_path(home))
         shutil.rmtree(home, ignore_errors=True)

@@ -102,11 +102,23 @@ def test_daemon_detaches_refuses_a_second_instance_and_stops(observer_env):
         assert again.returncode == 1 and f"pid {pid}" in again.stderr.decode()
         status = json.loads(cems_subprocess(["observe", "status", "--json"], observer_env).stdout)
         assert status["running"] is True and status["pid"] == pid
+        # Asked from a shell with other settings, status still tells what the daemon watches.
+        elsewhere = {
+            **observer_env,
+            "CEMS_OBSERVER_PATHS": "/nonexistent/elsewhere",
+            "CEMS_OBSERVER_IDLE_SECONDS": "9",
+        }
+        status = json.loads(cems_subprocess(["observe", "status", "--json"], elsewhere).stdout)
+        assert status["roots"] == [observer_env["CEMS_OBSERVER_PATHS"]] and status["roots_from"] == "daemon"
+        assert status["idle_seconds"] == 1.0
+        text = cems_subprocess(["observe", "status"], elsewhere).stdout.decode()
+        assert observer_env["CEMS_OBSERVER_PATHS"] in text and "/nonexistent/elsewhere" not in text
         stopped = cems_subprocess(["observe", "stop", "--json"], observer_env)
         assert json.loads(stopped.stdout) == {"running": False, "stopped": True, "pid": pid, "forced": False}
         assert holder(home) is None
-        status = json.loads(cems_subprocess(["observe", "status", "--json"], observer_env).stdout)
+        status = json.loads(cems_subprocess(["observe", "status", "--json"], elsewhere).stdout)
         assert status["running"] is False and status["pid"] is None
+        assert status["roots"] == ["/nonexistent/elsewhere"] and status["roots_from"] == "settings"
         assert "observer: pid" in (home / "observer.log").read_text()
     finally:
         if holder(home) == pid:

@@ -33,8 +33,13 @@ def test_db_status_stop_and_restart_on_demand(tmp_path):
 
         info = json.loads(status.stdout)
         assert info["running"] is True and info["pid"] > 0 and info["size_bytes"] > 0
+        serving = cems_subprocess(["serve", "--daemon", "--json"], env)
+        assert serving.returncode == 0, serving.stderr.decode()
+        search_pid = json.loads(serving.stdout)["pid"]
         stopped = cems_subprocess(["db", "stop", "--json"], env)
-        assert json.loads(stopped.stdout) == {"stopped": True, "running": False}
+        # The warm search server holds a connection to the database: it stops with it.
+        assert json.loads(stopped.stdout) == {"stopped": True, "running": False, "search_server_stopped": True}
+        _wait_dead(search_pid)
         assert json.loads(cems_subprocess(["db", "status", "--json"], env).stdout)["running"] is False
         again = cems_subprocess(["search", "server first use", "--json"], env)
         assert again.returncode == 0, again.stderr.decode()
