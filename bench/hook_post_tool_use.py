@@ -27,8 +27,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run as a script: the repository's `tests` package holds the fixture payloads
+
+from tests.support.paths import PAYLOADS  # noqa: E402
+
 HOOK = REPO / "hooks" / "post_tool_use.py"
-PAYLOADS = REPO.parent / "shared" / "fixtures" / "claude-code" / "payloads"
 RESULTS = REPO / "bench" / "results" / "post_tool_use.json"
 TARGET_MS = 80.0
 

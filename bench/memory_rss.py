@@ -4,7 +4,7 @@ Each command runs as its own child process in a throwaway CEMS_HOME (server alre
 memories stored); its peak RSS comes from the kernel's accounting for that child (os.wait4 → ru_maxrss, the
 per-child form of getrusage(RUSAGE_CHILDREN)), started from a bare launcher so the bench's own memory does
 not leak into the number (see _LAUNCHER). Hooks are the scripts under hooks/, each run on its fixture
-payloads from /work/shared/fixtures/claude-code/payloads/ (`pre_tool_use.py` → PreToolUse*.json). Background
+payloads from tests/fixtures/claude-code/payloads/ (`pre_tool_use.py` → PreToolUse*.json). Background
 processes that hooks start (the search server, the capture worker) are not counted; the search server's own
 peak (VmHWM) is reported when one was started, and both are stopped or waited for at the end.
 Results: bench/results/memory_rss.json.
@@ -26,7 +26,8 @@ from pathlib import Path
 
 from _common import REPO, cems, memory_texts, print_table, throwaway_home, write_results
 
-PAYLOADS = REPO.parent / "shared" / "fixtures" / "claude-code" / "payloads"
+from tests.support.paths import PAYLOADS  # importable: _common put the repository on sys.path
+
 HOOK_TIMEOUT = 60
 
 

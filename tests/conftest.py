@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.fixtures import fake_ollama, fake_openai  # noqa: F401
+from tests.support.paths import FIXTURES  # noqa: F401  re-exported: the shipped Claude Code fixtures
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO.parent / "shared" / "fixtures" / "claude-code"
 
 _CEMS_VARS = [k for k in os.environ if k.startswith("CEMS_")]
 

@@ -15,11 +15,8 @@ import pytest
 from cems_cli.capture.observations import NO_OBSERVE_MARKER
 from cems_cli.capture.observer import Observer
 from cems_cli.capture.observer_settings import ObserverSettings
-from tests.conftest import FIXTURES
 from tests.integration.test_observer_synth import SessionWriter, dump, one_pass, write_session
-
-SAMPLE = FIXTURES / "sample-transcript.jsonl"
-SAMPLE_SESSION = "3f1c2a9e-7b4d-4e1a-9c55-2d8f0b6a1e47"
+from tests.support.paths import SAMPLE_SESSION, SAMPLE_TRANSCRIPT
 
 
 @pytest.fixture
@@ -62,9 +59,9 @@ def make_idle(path: Path) -> None:
 
 def test_sample_transcript_becomes_a_searchable_context_memory(svc, tmp_path):
     root = tmp_path / "projects"
-    path = root / "-home-dev-acme-api" / f"{SAMPLE_SESSION}.jsonl"
+    path = root / "-home-priya-invoice-worker" / f"{SAMPLE_SESSION}.jsonl"
     path.parent.mkdir(parents=True)
-    shutil.copy(SAMPLE, path)
+    shutil.copy(SAMPLE_TRANSCRIPT, path)
     report = make_observer(svc, root).sync()
     assert report.errors == []
     assert (report.lines, report.malformed, report.observations) == (6, 0, 1)
@@ -76,12 +73,17 @@ def test_sample_transcript_becomes_a_searchable_context_memory(svc, tmp_path):
     content, category, tags, source, source_ref, created_at = row
     # Provenance: the project, then the session and the transcript line where it started.
     assert (category, source) == ("context", "observer")
-    assert source_ref == f"project:acme-api:session:{SAMPLE_SESSION}:L1"
-    assert f"session:{SAMPLE_SESSION}" in tags and "branch:fix/optional-redis" in tags
-    for fact in ("REDIS_URL is unset", "src/acme/config.py", 'grep -rn "REDIS_URL"', "fix/optional-redis"):
+    assert source_ref == f"project:invoice-worker:session:{SAMPLE_SESSION}:L1"
+    assert f"session:{SAMPLE_SESSION}" in tags and "branch:fix/webhook-timeout" in tags
+    for fact in (
+        "fail with ReadTimeout",
+        "src/invoice_worker/webhooks.py",
+        'rg -n "timeout="',
+        "fix/webhook-timeout",
+    ):
         assert fact in content
-    assert created_at.isoformat().startswith("2026-03-02T09:14:15")
-    results = svc.search("what did we change when the API failed without REDIS_URL?", track_access=False)
+    assert created_at.isoformat().startswith("2026-04-14T16:02:24")  # the transcript's last line
+    results = svc.search("what did we change when webhook deliveries timed out?", track_access=False)
     assert results and results[0].content == content
 
 

@@ -15,11 +15,11 @@ import pytest
 
 from cems_cli.capture import spool
 from cems_cli.capture.worker import process_pending
+from tests.support.paths import PAYLOADS, SAMPLE_SESSION
 
 REPO = Path(__file__).resolve().parents[2]
 HOOK = REPO / "hooks" / "post_tool_use.py"
-PAYLOADS = REPO.parent / "shared" / "fixtures" / "claude-code" / "payloads"
-SESSION = "3f1c2a9e-7b4d-4e1a-9c55-2d8f0b6a1e47"
+SESSION = SAMPLE_SESSION
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -148,16 +148,16 @@ def test_the_bash_fixture_is_spooled_silently(home):
     assert_silent(proc)
     [row] = rows(home)
     assert (row["tool_use_id"], row["event"], row["tool_name"], row["cwd"]) == (
-        "toolu_01HXk3vQ9pWmZr7TfYc2aB4d",
+        "toolu_01Vd7RmK2xPq9sWn4YbT6cHe",
         "PostToolUse",
         "Bash",
-        "/home/dev/acme-api",
+        "/home/priya/invoice-worker",
     )
     assert row["session_id"] == SESSION and row["processed_at"] is None
     data = json.loads(row["data"])
-    assert data["input"]["command"] == 'grep -rn "REDIS_URL" src/ tests/'
-    assert data["response"]["stdout"].startswith("src/acme/config.py:14:")
-    assert data["duration_ms"] == 41
+    assert data["input"]["command"] == 'rg -n "timeout=" src/'
+    assert data["response"]["stdout"].startswith("src/invoice_worker/webhooks.py:12:")
+    assert data["duration_ms"] == 63
     assert (home.stat().st_mode & 0o777, (home / "spool.db").stat().st_mode & 0o777) == (0o700, 0o600)
 
 
@@ -167,8 +167,10 @@ def test_an_edit_keeps_the_change_but_not_the_whole_file(home):
     assert_silent(run_hook(home, payload))
     data = json.loads(rows(home)[0]["data"])
     assert "originalFile" not in data["response"] and "structuredPatch" not in data["response"]
-    assert data["input"]["new_string"] == '    redis_url: str | None = os.environ.get("REDIS_URL")'
-    assert data["response"]["filePath"] == "/home/dev/acme-api/src/acme/config.py"
+    assert data["input"]["new_string"] == (
+        "        response = self.session.post(url, json=body, timeout=self.settings.webhook_timeout)"
+    )
+    assert data["response"]["filePath"] == "/home/priya/invoice-worker/src/invoice_worker/webhooks.py"
 
 
 def test_megabytes_of_output_keep_their_head_and_tail(home):

@@ -12,10 +12,10 @@ import pytest
 
 from cems_cli.rules.model import make_rule
 from cems_cli.rules.snapshot import REFRESH_FAILED_SUFFIX, write_snapshot
+from tests.support.paths import PAYLOADS
 
 REPO = Path(__file__).resolve().parents[2]
 HOOK = REPO / "hooks" / "pre_tool_use.py"
-PAYLOADS = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "claude-code" / "payloads"
 
 # Runs the real hook script with `cems_cli.rules.refresh` replaced, to exercise the snapshot rebuild path
 # without a database: "missing" makes the import fail, "raise" makes refresh_snapshot() raise, "write"
@@ -167,30 +167,27 @@ def test_other_events_are_ignored(home):
 # --- the fixture payloads -------------------------------------------------------------------------------
 
 def fixture(name: str) -> dict:
-    path = PAYLOADS / name
-    if not path.is_file():
-        pytest.skip(f"fixture payload {path} not available")
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads((PAYLOADS / name).read_text(encoding="utf-8"))
 
 
 def test_fixture_bash_payload(home):
-    payload = fixture("PreToolUse.json")
-    set_rules(home, make_rule("grep -r*", "Bash", reason="use the Grep tool", id="grep"))
+    payload = fixture("PreToolUse.json")  # rg -n "timeout=" src/
+    set_rules(home, make_rule("rg *", "Bash", reason="use the Grep tool", id="grep"))
     assert run_hook(home, payload).output["permissionDecision"] == "deny"
     set_rules(home, make_rule("git push*", "Bash"))
     assert_silent(run_hook(home, payload))
 
 
 def test_fixture_edit_payload(home):
-    payload = fixture("PreToolUse-Edit.json")
-    set_rules(home, make_rule("*/config.py", "Edit", action="ask", id="cfg"))
+    payload = fixture("PreToolUse-Edit.json")  # src/invoice_worker/webhooks.py
+    set_rules(home, make_rule("*/webhooks.py", "Edit", action="ask", id="hooks"))
     assert run_hook(home, payload).output["permissionDecision"] == "ask"
-    set_rules(home, make_rule("*/config.py", "Write", action="ask", id="cfg"))
+    set_rules(home, make_rule("*/webhooks.py", "Write", action="ask", id="hooks"))
     assert_silent(run_hook(home, payload))
 
 
 def test_fixture_write_payload_matches_paths_relative_to_cwd(home):
-    payload = fixture("PreToolUse-Write.json")
+    payload = fixture("PreToolUse-Write.json")  # <cwd>/tests/test_webhook_timeout.py
     set_rules(home, make_rule("tests/*", "Write", action="warn", reason="keep tests small", id="t"))
     assert "keep tests small" in run_hook(home, payload).output["additionalContext"]
 

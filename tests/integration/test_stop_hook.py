@@ -23,11 +23,11 @@ from tests.integration.test_post_tool_use_hook import (
     stored_rows_containing,
 )
 from tests.support.fake_openai import Reply
+from tests.support.paths import PAYLOADS
 from tests.support.transcripts import FINAL, SESSION, Transcript, redis_turn
 
 REPO = Path(__file__).resolve().parents[2]
 STOP = REPO / "hooks" / "stop.py"
-PAYLOADS = REPO.parent / "shared" / "fixtures" / "claude-code" / "payloads"
 WORKER_TIMEOUT = 120.0
 
 

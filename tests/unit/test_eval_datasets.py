@@ -11,8 +11,6 @@ import pytest
 from cems_cli.evaluation.datasets import DatasetError, Unit, load_bench_dir, load_locomo, normalise_evidence
 from cems_cli.evaluation.indexing import unit_context, unit_to_memory_text, unit_to_record
 
-SHARED_LOCOMO = Path(__file__).resolve().parents[2].parent / "shared" / "bench" / "locomo"
-
 
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -157,15 +155,128 @@ def test_not_a_locomo_file(tmp_path):
         load_locomo(path)
 
 
-@pytest.mark.skipif(not (SHARED_LOCOMO / "locomo10.json").is_file(), reason="shared LoCoMo data not present")
-def test_locomo_converter_matches_the_shared_generic_form():
-    official = load_locomo(SHARED_LOCOMO / "locomo10.json")
-    generic = load_bench_dir(SHARED_LOCOMO)
-    assert len(official.units) == 5882 and len(official.questions) == 1986
+# Two conversations in LoCoMo's official layout (the shape of locomo10.json: samples with `conversation`,
+# `session_N` / `session_N_date_time`, `qa`, plus summary keys the loader ignores), with the file's quirks:
+# session 11 sorts after session 2 (numeric, not text, order), an empty session, a session without a date,
+# a shared photo, an integer answer, an adversarial answer, evidence run together ("D1:2; D2:1") or
+# misspelt ("D:2:2", "D11:03"), repeated, naming no turn ("D9:9"), or missing.
+MARCH_3, MARCH_17 = "4:12 pm on 3 March, 2024", "10:30 am on 17 March, 2024"
+JULY_2, JANUARY_9 = "8:05 pm on 2 July, 2024", "7:45 am on 9 January, 2023"
+_LOCOMO_CONVERSATIONS = [
+    {
+        "sample_id": "conv-7",
+        "conversation": {
+            "speaker_a": "Nadia", "speaker_b": "Tomás",
+            "session_1_date_time": MARCH_3,
+            "session_1": [
+                {"speaker": "Nadia", "dia_id": "D1:1", "text": "I finally signed up for the pottery class."},
+                {"speaker": "Tomás", "dia_id": "D1:2", "text": "Nice! Is it the one on Thursdays?"},
+                {"speaker": "Nadia", "dia_id": "D1:3", "text": "Yes, and here is my first bowl.",
+                 "img_url": ["https://example.org/bowl.jpg"], "query": "clay bowl",
+                 "blip_caption": "a lopsided clay bowl on a wheel"},
+            ],
+            "session_2_date_time": MARCH_17,
+            "session_2": [
+                {"speaker": "Tomás", "dia_id": "D2:1", "text": "How was the second pottery class?"},
+                {"speaker": "Nadia", "dia_id": "D2:2", "text": "Better. I made two mugs for my sister."},
+            ],
+            "session_3_date_time": "9:00 am on 20 March, 2024",
+            "session_3": [],
+            "session_11_date_time": JULY_2,
+            "session_11": [
+                {"speaker": "Nadia", "dia_id": "D11:1", "text": "I'm back from Lisbon."},
+                {"speaker": "Tomás", "dia_id": "D11:2", "text": "Did you visit the tile museum?"},
+                {"speaker": "Nadia", "dia_id": "D11:3", "text": "Twice, it inspired my next glaze."},
+            ],
+            "session_4": [{"speaker": "Tomás", "dia_id": "D4:1", "text": "Happy birthday, Nadia!"}],
+        },
+        "qa": [
+            {"question": "When did Nadia sign up for a pottery class?", "answer": "March 2024",
+             "evidence": ["D1:1"], "category": 2},
+            {"question": "How many pottery classes had Nadia taken by 17 March 2024?", "answer": 2,
+             "evidence": ["D1:2; D2:1", "D11:03", "D1:2"], "category": 1},
+            {"question": "Would Nadia enjoy a ceramics museum?", "answer": "Likely yes", "evidence": [],
+             "category": 3},
+            {"question": "What did Tomás make for his sister?", "adversarial_answer": "two mugs",
+             "evidence": ["D:2:2"], "category": 5},
+            {"question": "Where did Nadia take a glassblowing course?", "answer": "Porto",
+             "evidence": ["D9:9"], "category": 4},
+        ],
+        "event_summary": {"events_session_1": {"Nadia": ["Signs up for a pottery class."]}},
+        "observation": {"session_1_observation": {"Nadia": [["Nadia takes pottery classes.", "D1:1"]]}},
+        "session_summary": {"session_1_summary": "Nadia tells Tomás about her pottery class."},
+    },
+    {
+        "sample_id": "conv-12",
+        "conversation": {
+            "speaker_a": "Iris", "speaker_b": "Kwame",
+            "session_1_date_time": JANUARY_9,
+            "session_1": [
+                {"speaker": "Iris", "dia_id": "D1:1", "text": "My bike got a flat on the way to work."},
+                {"speaker": "Kwame", "dia_id": "D1:2", "text": "Take mine until the shop fixes it."},
+            ],
+        },
+        "qa": [{"question": "Whose bike did Iris borrow?", "answer": "Kwame's", "evidence": ["D1:2"],
+                "category": 4}],
+    },
+]
+
+# The same conversations in the generic format, written out by hand: what the converter must produce.
+_ISO = {MARCH_3: "2024-03-03T16:12:00", MARCH_17: "2024-03-17T10:30:00", JULY_2: "2024-07-02T20:05:00",
+        JANUARY_9: "2023-01-09T07:45:00"}
+_GENERIC_CORPUS = [
+    {"corpus_id": corpus, "doc_id": f"{corpus}:{dia}", "session_id": f"{corpus}:session_{session}",
+     "text": text, "timestamp": _ISO.get(raw or ""), "timestamp_raw": raw, "speaker": speaker}
+    for corpus, dia, session, speaker, raw, text in [
+        ("conv-7", "D1:1", 1, "Nadia", MARCH_3, "Nadia: I finally signed up for the pottery class."),
+        ("conv-7", "D1:2", 1, "Tomás", MARCH_3, "Tomás: Nice! Is it the one on Thursdays?"),
+        ("conv-7", "D1:3", 1, "Nadia", MARCH_3,
+         "Nadia: Yes, and here is my first bowl. [shares a photo: a lopsided clay bowl on a wheel]"),
+        ("conv-7", "D2:1", 2, "Tomás", MARCH_17, "Tomás: How was the second pottery class?"),
+        ("conv-7", "D2:2", 2, "Nadia", MARCH_17, "Nadia: Better. I made two mugs for my sister."),
+        ("conv-7", "D4:1", 4, "Tomás", None, "Tomás: Happy birthday, Nadia!"),
+        ("conv-7", "D11:1", 11, "Nadia", JULY_2, "Nadia: I'm back from Lisbon."),
+        ("conv-7", "D11:2", 11, "Tomás", JULY_2, "Tomás: Did you visit the tile museum?"),
+        ("conv-7", "D11:3", 11, "Nadia", JULY_2, "Nadia: Twice, it inspired my next glaze."),
+        ("conv-12", "D1:1", 1, "Iris", JANUARY_9, "Iris: My bike got a flat on the way to work."),
+        ("conv-12", "D1:2", 1, "Kwame", JANUARY_9, "Kwame: Take mine until the shop fixes it."),
+    ]
+]
+_GENERIC_QUESTIONS = [
+    {"qid": qid, "question": question, "category": category, "category_id": category_id,
+     "corpus_id": qid.split(":")[0], "answer": answer, "n_gold": n_gold}
+    for qid, question, category, category_id, answer, n_gold in [
+        ("conv-7:q0", "When did Nadia sign up for a pottery class?", "temporal", 2, "March 2024", 1),
+        ("conv-7:q1", "How many pottery classes had Nadia taken by 17 March 2024?", "multi-hop", 1, "2", 3),
+        ("conv-7:q2", "Would Nadia enjoy a ceramics museum?", "open-domain", 3, "Likely yes", 0),
+        ("conv-7:q3", "What did Tomás make for his sister?", "adversarial", 5, "two mugs", 1),
+        ("conv-7:q4", "Where did Nadia take a glassblowing course?", "single-hop", 4, "Porto", 0),
+        ("conv-12:q0", "Whose bike did Iris borrow?", "single-hop", 4, "Kwame's", 1),
+    ]
+]
+_GENERIC_QRELS = [  # questions without gold have no line, as in a converted benchmark
+    {"qid": "conv-7:q0", "relevant_doc_ids": ["conv-7:D1:1"]},
+    {"qid": "conv-7:q1", "relevant_doc_ids": ["conv-7:D1:2", "conv-7:D2:1", "conv-7:D11:3"]},
+    {"qid": "conv-7:q3", "relevant_doc_ids": ["conv-7:D2:2"]},
+    {"qid": "conv-12:q0", "relevant_doc_ids": ["conv-12:D1:2"]},
+]
+
+
+def test_locomo_converter_matches_the_generic_form(tmp_path):
+    official_file = tmp_path / "locomo-mini.json"
+    official_file.write_text(json.dumps(_LOCOMO_CONVERSATIONS, ensure_ascii=False), encoding="utf-8")
+    generic_dir = tmp_path / "generic"
+    generic_dir.mkdir()
+    _bench(generic_dir, _GENERIC_CORPUS, _GENERIC_QUESTIONS, _GENERIC_QRELS)
+    official = load_locomo(official_file)
+    generic = load_bench_dir(generic_dir)
+    assert (len(official.units), len(official.questions)) == (11, 6)
     assert official.units == generic.units
     assert official.questions == generic.questions
     assert official.qrels == generic.qrels
-    assert len(official.scored_questions()) == 1982
+    scored = ["conv-7:q0", "conv-7:q1", "conv-7:q3", "conv-12:q0"]
+    assert [q.qid for q in official.scored_questions()] == scored
+    assert {c: len(us) for c, us in official.units_by_corpus().items()} == {"conv-7": 9, "conv-12": 2}
 
 
 def test_memory_text_leads_with_the_day_and_the_speaker():

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import random
-from pathlib import Path
 
 import pytest
 
@@ -28,18 +27,11 @@ from cems_cli.capture.transcript import (
     ToolOutput,
     parse_line,
 )
-
-SAMPLE = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared"
-    / "fixtures"
-    / "claude-code"
-    / "sample-transcript.jsonl"
-)
+from tests.support.paths import SAMPLE_SESSION, SAMPLE_TRANSCRIPT
 
 
 def sample_lines() -> list[bytes]:
-    return SAMPLE.read_bytes().splitlines()
+    return SAMPLE_TRANSCRIPT.read_bytes().splitlines()
 
 
 def record(
@@ -136,18 +128,21 @@ def test_sample_lines_parse_into_typed_events():
     ]
     first = lines[0]
     assert (first.session_id, first.cwd, first.branch) == (
-        "3f1c2a9e-7b4d-4e1a-9c55-2d8f0b6a1e47",
-        "/home/dev/acme-api",
-        "fix/optional-redis",
+        SAMPLE_SESSION,
+        "/home/priya/invoice-worker",
+        "fix/webhook-timeout",
     )
     text, bash = lines[1].events[0], lines[2].events[0]
     assert isinstance(text, AssistantText) and isinstance(bash, ToolCall)
-    assert text.message_id == bash.message_id == "msg_01JbT4wQk8nV2cXeR5yM7pLd"  # one streamed response
-    assert bash.name == "Bash" and "REDIS_URL" in bash.input["command"]
+    assert text.message_id == bash.message_id == "msg_01WcN8hT5kLq2VxR9pYd3JmA"  # one streamed response
+    assert bash.name == "Bash" and bash.input["command"] == 'rg -n "timeout=" src/'
     output = lines[3].events[0]
     assert isinstance(output, ToolOutput) and output.tool_id == bash.tool_id and not output.is_error
     # The line's toolUseResult travels with it (turn digests read Bash stdout/stderr from it).
-    assert output.result["stdout"].startswith("src/acme/config.py:14:") and output.result["stderr"] == ""
+    assert output.result["stdout"].startswith("src/invoice_worker/webhooks.py:12:")
+    assert output.result["stderr"] == ""
+    edit = lines[4].events[0]
+    assert isinstance(edit, ToolCall) and edit.name == "Edit" and edit.message_id != bash.message_id
     assert parse_line(sample_lines()[0]).events[0] == Prompt(first.events[0].text)
 
 
@@ -391,7 +386,7 @@ def test_a_new_session_id_closes_the_chunk():
 
 def test_folding_line_by_line_through_json_state_equals_one_pass():
     """What makes kill -9 safe: the open chunk survives a round trip through the database unchanged."""
-    lines = SAMPLE.read_bytes().splitlines() + [prompt("second request"), say("done", "m7")]
+    lines = sample_lines() + [prompt("second request"), say("done", "m7")]
     rng = random.Random(4)
     for _ in range(3):
         lines += [
@@ -475,7 +470,7 @@ def test_llm_answers_are_validated():
     found = parse_extraction(
         {
             "observations": [
-                {"category": "Decisions", "text": "Made REDIS_URL optional.", "title": "Optional cache"},
+                {"category": "Decisions", "text": "Webhook timeout is configurable.", "title": "Timeout"},
                 {"category": "weird", "text": "Defaults to context."},
                 {"category": "context", "text": ""},
                 "junk",
@@ -485,7 +480,8 @@ def test_llm_answers_are_validated():
     )
     # Unknown kinds and session summaries are dropped: the session record is the context.
     assert [(o.category, o.text, o.title) for o in found] == [
-        ("decisions", "Made REDIS_URL optional.", "Optional cache")
+        ("decisions", "Webhook timeout is configurable.", "Timeout")
     ]
-    assert found[0].tags == ["session:3f1c2a9e-7b4d-4e1a-9c55-2d8f0b6a1e47", "branch:fix/optional-redis"]
-    assert found[0].project == "project:acme-api" and found[0].created_at == "2026-03-02T09:14:15.034Z"
+    assert found[0].tags == [f"session:{SAMPLE_SESSION}", "branch:fix/webhook-timeout"]
+    # The project is the cwd's folder name (no repository there); the time is the turn's last line.
+    assert found[0].project == "project:invoice-worker" and found[0].created_at == "2026-04-14T16:02:24.322Z"
