@@ -1,124 +1,88 @@
 """The real Claude Code CLI (offline, against a scripted fake model) with CEMS's hooks installed.
 
-Uses the harness in ../shared/tools/claude-code-e2e when it is present; skipped otherwise (or if the CLI
-cannot be installed from the npm registry).
+The harness is tests/support/claude_code: the pinned CLI is installed from the npm registry once per
+machine (cached); the test skips, saying why, only when npm is missing or that install fails.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
-import shutil
-import socket
-import subprocess
-import sys
+import sqlite3
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, cems_subprocess
+from cems_cli.server.client import call_or_start
+from tests.conftest import cems_subprocess
+from tests.support.claude_code import FakeAnthropic, claude_code_or_skip, run_claude, transcripts
 
-TOOLS = REPO.parent / "shared" / "tools" / "claude-code-e2e"
 pytestmark = pytest.mark.slow
 
 
-def _claude_bin(base: Path) -> Path:
-    return base / "node" / "node_modules" / ".bin" / "claude"
-
-
 @pytest.fixture(scope="module")
-def claude_dir(tmp_path_factory) -> Path:
-    if not (TOOLS / "run_claude.sh").exists() or shutil.which("npm") is None:
-        pytest.skip("Claude Code e2e harness or npm not available")
-    base = Path(os.environ.get("CC_E2E_DIR", "/tmp/claude-code-e2e"))
-    if not _claude_bin(base).exists():
-        proc = subprocess.run(
-            ["bash", str(TOOLS / "install.sh")],
-            env={**os.environ, "CC_E2E_DIR": str(base)},
-            capture_output=True,
-            timeout=600,
-        )
-        if proc.returncode != 0 or not _claude_bin(base).exists():
-            pytest.skip("could not install the Claude Code CLI")
-    return base
+def claude() -> Path:
+    return claude_code_or_skip()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def _cems(args: list[str], env: dict[str, str]) -> None:
+    proc = cems_subprocess(args, env)
+    assert proc.returncode == 0, f"cems {' '.join(args)}: {proc.stderr.decode()[-2000:]}"
 
 
-def _run_claude(claude_dir: Path, tmp: Path, env: dict[str, str], prompt: str, command: str) -> list[dict]:
-    port = _free_port()
-    log = tmp / "requests.jsonl"
-    fake = subprocess.Popen(
-        [
-            sys.executable,
-            str(TOOLS / "fake_anthropic.py"),
-            "--port",
-            str(port),
-            "--log",
-            str(log),
-            "--command",
-            command,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(100):
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        proc = subprocess.run(
-            [
-                "bash",
-                str(TOOLS / "run_claude.sh"),
-                str(tmp / "home"),
-                str(tmp / "work"),
-                str(port),
-                "--allowedTools",
-                "Bash",
-            ],
-            env={**os.environ, **env, "CC_E2E_DIR": str(claude_dir), "PROMPT": prompt},
-            capture_output=True,
-            timeout=180,
-        )
-        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
-    finally:
-        fake.terminate()
-        fake.wait(10)
-    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+def _captured_turns(cems_home: str, session_id: str, timeout: float = 120) -> list[dict]:
+    """The Stop hook's turns for the session, once the detached capture worker has processed them all.
+
+    Waiting matters beyond the check: a worker left running would write into this test's folders and
+    talk to a database the session is about to stop."""
+    spool = Path(cems_home) / "spool.db"
+    deadline = time.monotonic() + timeout
+    rows: list[dict] = []
+    while time.monotonic() < deadline:
+        if spool.exists():
+            with contextlib.closing(sqlite3.connect(spool)) as conn:
+                conn.row_factory = sqlite3.Row
+                query = "SELECT * FROM turns WHERE session_id = ? ORDER BY received_at"
+                rows = [dict(row) for row in conn.execute(query, (session_id,))]
+            if rows and all(row["processed_at"] for row in rows):
+                return rows
+        time.sleep(0.2)
+    raise AssertionError(f"the capture worker did not finish the session's turns: {rows}")
 
 
-def test_rule_blocks_and_memories_reach_the_model(claude_dir, env, tmp_path):
-    settings = tmp_path / "home" / ".claude" / "settings.json"
-    assert cems_subprocess(["hooks", "install", "--settings", str(settings)], env).returncode == 0
-    assert (
-        cems_subprocess(
-            ["rule", "add", "Bash: git push --force* — force pushes rewrite shared history"], env
-        ).returncode
-        == 0
-    )
-    assert (
-        cems_subprocess(
-            ["remember", "Release branches are cut from main every Tuesday.", "--category", "context"], env
-        ).returncode
-        == 0
-    )
-    try:
-        requests = _run_claude(
-            claude_dir, tmp_path, env, "push my branch to the release branch", "git push --force origin main"
-        )
-    finally:
-        from cems_cli.server.daemon import stop_server
+def test_rule_blocks_and_memories_reach_the_model(claude, env, tmp_path):
+    home = tmp_path / "home"
+    _cems(["hooks", "install", "--settings", str(home / ".claude" / "settings.json")], env)
+    _cems(["rule", "add", "Bash: git push --force* — force pushes rewrite shared history"], env)
+    _cems(["remember", "Release branches are cut from main every Tuesday.", "--category", "context"], env)
+    with FakeAnthropic(command="git push --force origin main") as model:
+        try:
+            # Hooks start the search server on demand; on a loaded machine a cold start outlasts the
+            # prompt's recall budget and recall (rightly) gives up. Warm it, and give recall room to spare.
+            assert call_or_start(env["CEMS_HOME"], {"op": "ping"}, 60), "the search server did not start"
+            result = run_claude(
+                claude,
+                model.root_url,
+                home=home,
+                cwd=tmp_path / "work",
+                prompt="push my branch to the release branch",
+                args=["--allowedTools", "Bash"],
+                env={**env, "CEMS_RECALL_TIME_BUDGET": "4"},
+            )
+            assert result.returncode == 0, result.stderr[-2000:]
+            sessions = transcripts(home)
+            assert sessions, "Claude Code wrote no transcript"
+            (turn,) = _captured_turns(env["CEMS_HOME"], sessions[0].stem)  # the Stop hook fired too
+        finally:
+            from cems_cli.server.daemon import stop_server
 
-        stop_server(Path(env["CEMS_HOME"]))
-    sent = json.dumps(requests)
+            stop_server(Path(env["CEMS_HOME"]))
+    assert not model.errors, "the fake model crashed:\n" + "\n".join(model.errors)
+    sent = json.dumps(model.message_bodies)
     assert "<memory-recall>" in sent and "Release branches are cut from main every Tuesday." in sent
     assert "force pushes rewrite shared history" in sent  # the deny reason came back as the tool result
-    transcripts = list((tmp_path / "home" / ".claude" / "projects").glob("*/*.jsonl"))
-    assert transcripts, "Claude Code wrote no transcript"
+    (denied,) = model.tool_results
+    assert denied.get("is_error") and "force pushes rewrite shared history" in json.dumps(denied)
+    assert "done." in result.stdout  # the model's answer after the tool result ended the turn
+    assert turn["last_message"].strip() == "done."
