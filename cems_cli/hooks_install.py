@@ -1,8 +1,17 @@
-"""Merge CEMS's hooks into a Claude Code settings.json, and take exactly them out again.
+"""Merge CEMS's hooks into a Claude Code settings file, take exactly them out again, and find them.
 
 Install keeps every other key and hook, is idempotent, and leaves a backup beside the file. A manifest in
 `$CEMS_HOME` remembers what was written, so uninstall restores the original bytes when the file is as
 install left it, and otherwise removes only CEMS's own entries.
+
+Two command styles, because the files have different readers:
+
+- pinned (user `~/.claude/settings.json`, the untracked `.claude/settings.local.json`, `--settings`):
+  `CEMS_HOME=/abs/home /abs/python /abs/hooks/<script>.py`. Absolute paths need no PATH lookup and no
+  shell shim (a shim costs ~0.3 s per call); the `CEMS_HOME=` prefix records the store the hooks were
+  installed for, because a Claude Code started from another shell would otherwise open another (empty) one.
+- portable (project `.claude/settings.json`, which teams commit): `cems-hook <handler>`, no path and no
+  store, so it works on every teammate's machine with their own store.
 """
 
 from __future__ import annotations
@@ -10,13 +19,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import sys
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from cems_cli.hookentry import HANDLERS
 from cems_cli.resources import data_dir
+
+Style = Literal["pinned", "portable"]
+
+SCOPES = ("user", "project", "local")
+PORTABLE_PROGRAM = "cems-hook"
 
 
 @dataclass(frozen=True)
@@ -25,6 +42,10 @@ class HookSpec:
     script: str
     matcher: str | None
     timeout: int
+
+    @property
+    def handler(self) -> str:
+        return self.script.removesuffix(".py")
 
 
 HOOKS = (
@@ -35,6 +56,9 @@ HOOKS = (
     HookSpec("PostToolUseFailure", "post_tool_use.py", "*", 10),
     HookSpec("Stop", "stop.py", None, 10),
 )
+SPECS = {spec.event: spec for spec in HOOKS}
+# The hook scripts shipped in the hooks data folder, one per handler: what a CEMS command runs.
+SCRIPTS = frozenset(f"{handler}.py" for handler in HANDLERS)
 
 
 class InstallError(ValueError):
@@ -42,18 +66,112 @@ class InstallError(ValueError):
 
 
 def settings_path(scope: str, explicit: Path | None, cwd: Path | None = None) -> Path:
+    """The settings file of a scope (absolute: it is also the manifest's key, whatever the cwd later)."""
     if explicit is not None:
-        return explicit.expanduser()
+        return Path(os.path.abspath(explicit.expanduser()))
     if scope == "user":
         return Path.home() / ".claude" / "settings.json"
     if scope == "project":
-        return (cwd or Path.cwd()) / ".claude" / "settings.json"
-    raise InstallError(f"unknown scope {scope!r} (expected user or project)")
+        return (cwd or Path.cwd()).absolute() / ".claude" / "settings.json"
+    if scope == "local":
+        return (cwd or Path.cwd()).absolute() / ".claude" / "settings.local.json"
+    raise InstallError(f"unknown scope {scope!r} (expected one of: {', '.join(SCOPES)})")
 
 
-def hook_command(script: str, python: str | None = None) -> str:
-    """Absolute interpreter and script: no PATH lookup, no shell shim (a shim costs ~0.3 s per call)."""
-    return f"{shlex.quote(python or sys.executable)} {shlex.quote(str(data_dir('hooks') / script))}"
+def style_for(scope: str) -> Style:
+    # Only the project file is shared with other machines; the others are this user's own.
+    return "portable" if scope == "project" else "pinned"
+
+
+def hook_command(script: str, python: str | None = None, home: Path | None = None) -> str:
+    """Absolute interpreter and script, prefixed with `CEMS_HOME=<home>` when a store is to be pinned.
+
+    Claude Code runs the string through `sh -c`, so every part is shell-quoted; the assignment prefix is
+    plain POSIX shell and costs nothing, unlike a wrapper script.
+    """
+    parts = [shlex.quote(python or sys.executable), shlex.quote(str(data_dir("hooks") / script))]
+    if home is not None:
+        parts.insert(0, f"CEMS_HOME={shlex.quote(os.path.abspath(home.expanduser()))}")
+    return " ".join(parts)
+
+
+def portable_hook_command(script: str) -> str:
+    return f"{PORTABLE_PROGRAM} {script.removesuffix('.py')}"
+
+
+def command_for(spec: HookSpec, style: Style, home: Path, python: str | None = None) -> str:
+    if style == "portable":
+        return portable_hook_command(spec.script)
+    return hook_command(spec.script, python, home)
+
+
+# --- recognising CEMS's commands ------------------------------------------------------------------------
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+@dataclass(frozen=True)
+class CemsCommand:
+    """A settings command recognised as one of CEMS's hooks, taken apart."""
+
+    command: str
+    handler: str
+    program: str  # the interpreter, or cems-hook
+    script: str | None  # None for the portable form
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def portable(self) -> bool:
+        return self.script is None
+
+    @property
+    def pinned_home(self) -> str | None:
+        return self.env.get("CEMS_HOME")
+
+
+def _is_cems_hooks_dir(folder: str) -> bool:
+    path = Path(folder)
+    try:
+        if path.resolve() == data_dir("hooks").resolve():
+            return True
+    except (OSError, FileNotFoundError):
+        pass
+    # Another checkout or venv of CEMS (still there: it has the bootstrap; or a wheel's data folder, which
+    # is recognisable even after that venv was deleted, so doctor can report it and uninstall remove it).
+    return (path / "_entry.py").is_file() or path.parts[-3:] == ("cems_cli", "_data", "hooks")
+
+
+def parse_command(command: str, known: Collection[str] = ()) -> CemsCommand | None:
+    """The CEMS hook a command runs, or None when it is someone else's.
+
+    CEMS's commands are `[NAME=value …] <python> <dir>/<script>.py`, where the script is one of the hook
+    scripts and the command was recorded by an install (`known`), pins a store, or the folder is a CEMS
+    hooks folder; or `[NAME=value …] cems-hook <handler>`. Someone's own `python3 ~/.claude/hooks/stop.py`
+    matches none of these, so uninstall never takes it out.
+    """
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    env: dict[str, str] = {}
+    while words and _ASSIGNMENT.match(words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    if len(words) != 2:
+        return None
+    program, argument = words
+    if os.path.basename(program) == PORTABLE_PROGRAM:
+        # Even `cems-hook misspelt` is ours: doctor reports it, uninstall removes it.
+        return CemsCommand(command, argument, program, None, env)
+    script = os.path.basename(argument)
+    if script not in SCRIPTS:
+        return None
+    if command in known or "CEMS_HOME" in env or _is_cems_hooks_dir(os.path.dirname(argument)):
+        return CemsCommand(command, script.removesuffix(".py"), program, argument, env)
+    return None
+
+
+# --- settings files and the manifest ---------------------------------------------------------------------
 
 
 def _manifest_path(home: Path) -> Path:
@@ -73,6 +191,12 @@ def _save_manifest(home: Path, manifest: dict[str, Any]) -> None:
     tmp = _manifest_path(home).with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=2))
     os.replace(tmp, _manifest_path(home))
+
+
+def known_commands(home: Path, path: Path) -> set[str]:
+    """The commands installs recorded for this settings file in `home`'s manifest."""
+    entry = _load_manifest(home).get(str(path), {})
+    return set(entry.get("commands", [])) if isinstance(entry, dict) else set()
 
 
 def _read_settings(path: Path) -> tuple[bytes | None, dict[str, Any]]:
@@ -99,6 +223,10 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def _dump(settings: dict[str, Any]) -> bytes:
+    return (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
 def _entries(settings: dict[str, Any], event: str) -> list[Any]:
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
@@ -109,36 +237,94 @@ def _entries(settings: dict[str, Any], event: str) -> list[Any]:
     return groups
 
 
-def _has_command(groups: list[Any], command: str) -> bool:
-    return any(
-        isinstance(g, dict)
-        and any(isinstance(h, dict) and h.get("command") == command for h in g.get("hooks", []) or [])
-        for g in groups
-    )
+def _handlers(groups: Iterable[Any]) -> Iterable[dict[str, Any]]:
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            yield from (h for h in group["hooks"] if isinstance(h, dict))
 
 
-def install(path: Path, home: Path, python: str | None = None) -> dict[str, Any]:
-    """Add the missing CEMS hooks; returns what was done. Raises InstallError on an unusable file."""
+def _commands(groups: Iterable[Any]) -> list[str]:
+    return [h["command"] for h in _handlers(groups) if isinstance(h.get("command"), str)]
+
+
+def _remove(groups: list[Any], doomed: Collection[str]) -> bool:
+    """Drop the handlers running one of `doomed` (and groups left empty); True when something went."""
+    removed = False
+    kept_groups = []
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            kept = [h for h in group["hooks"] if not (isinstance(h, dict) and h.get("command") in doomed)]
+            if len(kept) != len(group["hooks"]):
+                removed = True
+                if not kept:
+                    continue
+                group = {**group, "hooks": kept}
+        kept_groups.append(group)
+    groups[:] = kept_groups
+    return removed
+
+
+def _ours(settings: dict[str, Any], known: Collection[str]) -> set[str]:
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return set()
+    return {
+        command
+        for groups in hooks.values()
+        if isinstance(groups, list)
+        for command in _commands(groups)
+        if parse_command(command, known) is not None
+    }
+
+
+# --- install / uninstall ---------------------------------------------------------------------------------
+
+
+def install(path: Path, home: Path, python: str | None = None, style: Style = "pinned") -> dict[str, Any]:
+    """Add the missing CEMS hooks; returns what was done. Raises InstallError on an unusable file.
+
+    A CEMS command of another form already in the file for an event (an older install without the pin, a
+    venv that moved, the other style) is replaced rather than joined: both would run on every event.
+    """
+    home = Path(os.path.abspath(home.expanduser()))
     original, settings = _read_settings(path)
-    added: list[str] = []
-    commands: list[str] = []
-    for spec in HOOKS:
-        command = hook_command(spec.script, python)
-        commands.append(command)
-        groups = _entries(settings, spec.event)
-        if _has_command(groups, command):
-            continue
-        group: dict[str, Any] = {"hooks": [{"type": "command", "command": command, "timeout": spec.timeout}]}
-        if spec.matcher is not None:
-            group = {"matcher": spec.matcher, **group}
-        groups.append(group)
-        added.append(spec.event)
-    result: dict[str, Any] = {"settings": str(path), "added": added, "backup": None, "changed": bool(added)}
-    if not added:
-        return result
-    new_bytes = (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     manifest = _load_manifest(home)
     entry = manifest.get(str(path), {})
+    known = set(entry.get("commands", []))
+    added: list[str] = []
+    replaced: list[str] = []
+    commands: dict[str, str] = {}
+    for spec in HOOKS:
+        command = command_for(spec, style, home, python)
+        commands[spec.event] = command
+        groups = _entries(settings, spec.event)
+        present = _commands(groups)
+        stale = {c for c in present if c != command and parse_command(c, known) is not None}
+        if command in present and not stale:
+            continue
+        if stale:
+            _remove(groups, stale)
+            replaced.append(spec.event)
+        if command not in _commands(groups):
+            group: dict[str, Any] = {
+                "hooks": [{"type": "command", "command": command, "timeout": spec.timeout}]
+            }
+            if spec.matcher is not None:
+                group = {"matcher": spec.matcher, **group}
+            groups.append(group)
+        added.append(spec.event)
+    result: dict[str, Any] = {
+        "settings": str(path),
+        "style": style,
+        "added": added,
+        "replaced": replaced,
+        "commands": commands,
+        "backup": None,
+        "changed": bool(added),
+    }
+    if not added:
+        return result
+    new_bytes = _dump(settings)
     if original is not None:
         backup = path.with_name(path.name + ".cems-backup")
         if not entry:  # the first install's backup is the user's own file: never overwrite it
@@ -151,27 +337,50 @@ def install(path: Path, home: Path, python: str | None = None) -> dict[str, Any]
             "original_sha256", hashlib.sha256(original).hexdigest() if original is not None else None
         ),
         "written_sha256": hashlib.sha256(new_bytes).hexdigest(),
-        "commands": sorted(set(entry.get("commands", [])) | set(commands)),
+        "commands": sorted(known | set(commands.values())),
         "backup": result["backup"] or entry.get("backup"),
     }
     _save_manifest(home, manifest)
     return result
 
 
-def uninstall(path: Path, home: Path, python: str | None = None) -> dict[str, Any]:
-    manifest = _load_manifest(home)
-    entry = manifest.get(str(path), {})
-    ours = set(entry.get("commands", [])) | {hook_command(spec.script, python) for spec in HOOKS}
+def _manifest_home(path: Path, home: Path, settings: dict[str, Any]) -> Path:
+    """The CEMS_HOME whose manifest has this file: the current one, else a store the file's hooks pin (the
+    install may have run under another CEMS_HOME; its manifest still knows the original bytes)."""
+    if str(path) in _load_manifest(home):
+        return home
+    for command in sorted(_ours(settings, ())):
+        parsed = parse_command(command)
+        if parsed is not None and parsed.pinned_home:
+            candidate = Path(parsed.pinned_home)
+            if str(path) in _load_manifest(candidate):
+                return candidate
+    return home
+
+
+def _backup_is_clean(backup: Path) -> bool:
+    """The backup holds no CEMS hooks (it is not itself the output of an older, manifest-less install)."""
+    try:
+        _, data = _read_settings(backup)
+    except (InstallError, OSError):
+        return False
+    return not _ours(data, ())
+
+
+def uninstall(path: Path, home: Path) -> dict[str, Any]:
     current, settings = _read_settings(path)
     result: dict[str, Any] = {"settings": str(path), "removed": [], "restored": False, "changed": False}
     if current is None:
         return result
+    home = _manifest_home(path, Path(os.path.abspath(home.expanduser())), settings)
+    manifest = _load_manifest(home)
+    entry = manifest.get(str(path), {})
     if entry and hashlib.sha256(current).hexdigest() == entry.get("written_sha256"):
         # Untouched since install: put back the user's exact bytes (or remove the file install created).
         backup = Path(entry["backup"]) if entry.get("backup") else None
         if entry.get("created_file"):
             path.unlink()
-        elif backup is not None and backup.exists():
+        elif backup is not None and backup.exists() and _backup_is_clean(backup):
             _atomic_write(path, backup.read_bytes())
         else:
             backup = None
@@ -180,33 +389,95 @@ def uninstall(path: Path, home: Path, python: str | None = None) -> dict[str, An
             del manifest[str(path)]
             _save_manifest(home, manifest)
             return result
+    ours = _ours(settings, set(entry.get("commands", [])))
     hooks = settings.get("hooks")
-    if isinstance(hooks, dict):
+    if isinstance(hooks, dict) and ours:
         for event in list(hooks):
             groups = hooks[event]
             if not isinstance(groups, list):
                 continue
-            kept_groups = []
-            for group in groups:
-                if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-                    kept = [
-                        h for h in group["hooks"] if not (isinstance(h, dict) and h.get("command") in ours)
-                    ]
-                    if len(kept) != len(group["hooks"]):
-                        result["removed"].append(event)
-                        if not kept:
-                            continue
-                        group = {**group, "hooks": kept}
-                kept_groups.append(group)
-            if kept_groups:
-                hooks[event] = kept_groups
-            else:
+            if _remove(groups, ours):
+                result["removed"].append(event)
+            if not groups:
                 del hooks[event]
         if not hooks:
             del settings["hooks"]
     if result["removed"]:
-        _atomic_write(path, (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+        _atomic_write(path, _dump(settings))
         result["changed"] = True
-    manifest.pop(str(path), None)
-    _save_manifest(home, manifest)
+    if str(path) in manifest:
+        del manifest[str(path)]
+        _save_manifest(home, manifest)
     return result
+
+
+# --- finding what is installed (doctor) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InstalledHook:
+    scope: str
+    settings: Path
+    event: str
+    matcher: str | None
+    timeout: float | None
+    parsed: CemsCommand
+
+    @property
+    def command(self) -> str:
+        return self.parsed.command
+
+
+@dataclass
+class SettingsScan:
+    scope: str
+    path: Path
+    exists: bool = False
+    error: str | None = None
+    disable_all_hooks: bool = False
+    hooks: list[InstalledHook] = field(default_factory=list)
+
+
+def scan_settings(path: Path, scope: str, known: Collection[str] = ()) -> SettingsScan:
+    """CEMS's command hooks in one settings file, read the way Claude Code reads it; never raises."""
+    scan = SettingsScan(scope, path)
+    try:
+        _, data = _read_settings(path)
+        scan.exists = path.exists()
+    except InstallError as error:
+        scan.exists, scan.error = True, str(error).replace("; fix it first, nothing was changed", "")
+        return scan
+    except OSError as error:
+        scan.exists, scan.error = True, f"cannot read {path}: {error}"
+        return scan
+    scan.disable_all_hooks = data.get("disableAllHooks") is True
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        scan.error = f"{path}: 'hooks' is not an object, so Claude Code ignores it"
+        return scan
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            continue
+        for group in groups:
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                continue
+            matcher = group.get("matcher")
+            for handler in group["hooks"]:
+                if not isinstance(handler, dict) or handler.get("type", "command") != "command":
+                    continue
+                command = handler.get("command")
+                parsed = parse_command(command, known) if isinstance(command, str) else None
+                if parsed is None:
+                    continue
+                timeout = handler.get("timeout")
+                scan.hooks.append(
+                    InstalledHook(
+                        scope,
+                        path,
+                        str(event),
+                        matcher if isinstance(matcher, str) else None,
+                        float(timeout) if isinstance(timeout, (int, float)) and timeout > 0 else None,
+                        parsed,
+                    )
+                )
+    return scan

@@ -1,20 +1,23 @@
 """Bootstrap shared by the hook scripts beside it: find cems_cli, run one handler, never crash the agent.
 
 Works with any interpreter that has cems installed, or straight from a source checkout / the wheel's
-cems_cli/_data/hooks/ copy, where the package sits next to this folder.
+cems_cli/_data/hooks/ copy, where the package sits next to this folder. Loading and running the handler
+is `cems_cli.hookentry.dispatch`, the same code behind the portable `cems-hook <handler>` command.
 """
 
 import os
 import sys
 
 
-def _load(handler):
-    return __import__(f"cems_cli.hookhandlers.{handler}", fromlist=["main"])
+def _dispatcher():
+    from cems_cli.hookentry import dispatch
+
+    return dispatch
 
 
 def run(handler):
     try:
-        module = _load(handler)
+        dispatch = _dispatcher()
     except ImportError:
         here = os.path.dirname(os.path.realpath(__file__))
         # Source checkout: <repo>/hooks/ → <repo>. Wheel: site-packages/cems_cli/_data/hooks/ → site-packages.
@@ -26,7 +29,7 @@ def run(handler):
         for name in [name for name in sys.modules if name == "cems_cli" or name.startswith("cems_cli.")]:
             del sys.modules[name]
         try:
-            module = _load(handler)
+            dispatch = _dispatcher()
         except Exception:
             # No usable cems: drain stdin (Claude Code expects it read) and fail open.
             try:
@@ -34,4 +37,4 @@ def run(handler):
             except Exception:
                 pass
             sys.exit(0)
-    sys.exit(module.main())
+    dispatch(handler)

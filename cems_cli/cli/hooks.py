@@ -1,64 +1,152 @@
-"""`cems hooks install|uninstall|doctor`: wire CEMS into Claude Code and check that it answers in time."""
+"""`cems hooks install|uninstall|doctor`: wire CEMS into Claude Code and check what Claude Code will run."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from cems_cli.cli.common import JsonOption, console, emit_json, fail
 
+if TYPE_CHECKING:
+    from cems_cli.hooks_install import InstalledHook, SettingsScan
+
 hooks_app = typer.Typer(help="Claude Code hooks: install, uninstall, doctor.", no_args_is_help=True)
 
-ScopeOption = typer.Option("user", "--scope", help="user (~/.claude/settings.json) or project (./.claude/)")
+ScopeOption = typer.Option(
+    None,
+    "--scope",
+    help="user (~/.claude/settings.json, the default), project (./.claude/settings.json, committed: "
+    "portable `cems-hook` commands) or local (./.claude/settings.local.json).",
+)
 SettingsOption = typer.Option(
-    None, "--settings", help="Path of the settings.json to edit (overrides --scope)."
+    None,
+    "--settings",
+    help="Path of the settings.json to use instead of the file of --scope (the command form still follows "
+    "--scope: pinned unless --scope project).",
+)
+DoctorScopeOption = typer.Option(
+    None, "--scope", help="Check only this file: user, project or local (default: all three)."
+)
+DoctorSettingsOption = typer.Option(None, "--settings", help="Check only this settings file.")
+RunOption = typer.Option(
+    True, "--run/--no-run", help="Run each installed command on a sample payload (default) or only read."
 )
 
 
-def _resolve(scope: str, settings: Path | None) -> tuple[Path, Path]:
+def _resolve(scope: str | None, settings: Path | None) -> tuple[Path, Path, str]:
+    """(settings file, CEMS_HOME, scope). With --settings alone the file is treated like the user's own."""
     from cems_cli.config import get_settings
     from cems_cli.hooks_install import InstallError, settings_path
 
     try:
-        return settings_path(scope, settings), get_settings().home
+        return settings_path(scope or "user", settings), _home(get_settings().home), scope or "user"
     except InstallError as error:
         fail(str(error))
+
+
+def _home(home: Path) -> Path:
+    return Path(os.path.abspath(home.expanduser()))
+
+
+def _standard_files(cwd: Path) -> list[tuple[str, Path]]:
+    """The settings files Claude Code reads hooks from (besides managed policy and plugins), deduplicated:
+    started in the home folder, the project file *is* the user file."""
+    from cems_cli.hooks_install import SCOPES, settings_path
+
+    files: list[tuple[str, Path]] = []
+    seen: set[Path] = set()
+    for scope in SCOPES:
+        path = settings_path(scope, None, cwd)
+        key = path.resolve()
+        if key not in seen:
+            seen.add(key)
+            files.append((scope, path))
+    return files
 
 
 @hooks_app.command("install")
-def install(scope: str = ScopeOption, settings: Path = SettingsOption, as_json: bool = JsonOption) -> None:
-    """Merge CEMS's hooks into settings.json (idempotent; a backup is kept beside it)."""
-    from cems_cli.hooks_install import InstallError
+def install(
+    scope: str | None = ScopeOption, settings: Path | None = SettingsOption, as_json: bool = JsonOption
+) -> None:
+    """Merge CEMS's hooks into a settings file (idempotent; a backup is kept beside it).
+
+    user, local, --settings: `CEMS_HOME=<store> <python> <hooks dir>/<handler>.py` (absolute, store pinned).
+
+    project: `cems-hook <handler>` (no paths, no store: each teammate's own).
+    """
+    from cems_cli.hooks_install import InstallError, scan_settings, style_for
     from cems_cli.hooks_install import install as do_install
 
-    path, home = _resolve(scope, settings)
+    path, home, scope = _resolve(scope, settings)
+    style = style_for(scope)
     try:
-        result = do_install(path, home)
+        result = do_install(path, home, style=style)
     except InstallError as error:
         fail(str(error))
+    # Another file Claude Code reads with a different CEMS command for the same event: both run (identical
+    # commands are run once). An explicit --settings file may belong to another HOME or project
+    # altogether, so it is not compared.
+    target = path.resolve()
+    elsewhere = []
+    for other_scope, other in [] if settings is not None else _standard_files(Path.cwd()):
+        if other.resolve() != target and any(
+            result["commands"].get(hook.event, hook.command) != hook.command
+            for hook in scan_settings(other, other_scope).hooks
+        ):
+            elsewhere.append({"scope": other_scope, "settings": str(other)})
+    result["also_installed_in"] = elsewhere
+    result["warnings"] = []
+    if style == "portable" and shutil.which("cems-hook") is None:
+        result["warnings"].append(
+            "cems-hook is not on PATH here: Claude Code finds it only where cems is installed on its PATH"
+        )
+    for other in elsewhere:
+        result["warnings"].append(
+            f"CEMS hooks are also installed in {other['settings']} ({other['scope']}): Claude Code would run "
+            f"each of them twice; remove one with `cems hooks uninstall --scope {other['scope']}`"
+        )
     if as_json:
         emit_json(result)
-    elif result["changed"]:
-        console.print(f"Installed CEMS hooks ({', '.join(result['added'])}) into {path}")
+        return
+    if result["changed"]:
+        console.print(
+            f"Installed CEMS hooks ({', '.join(result['added'])}) into {path}", markup=False, soft_wrap=True
+        )
+        if result["replaced"]:
+            console.print(
+                f"Replaced older CEMS commands for: {', '.join(result['replaced'])}",
+                markup=False,
+                soft_wrap=True,
+            )
         if result["backup"]:
-            console.print(f"Backup of the previous file: {result['backup']}")
+            console.print(f"Backup of the previous file: {result['backup']}", markup=False, soft_wrap=True)
     else:
-        console.print(f"CEMS hooks already installed in {path}")
+        console.print(f"CEMS hooks already installed in {path}", markup=False, soft_wrap=True)
+    console.print(
+        f"Command: {result['commands']['PreToolUse']}  (one per event)", markup=False, soft_wrap=True
+    )
+    for warning in result["warnings"]:
+        console.print(f"warning: {warning}", markup=False, soft_wrap=True)
 
 
 @hooks_app.command("uninstall")
-def uninstall(scope: str = ScopeOption, settings: Path = SettingsOption, as_json: bool = JsonOption) -> None:
-    """Remove exactly the hooks install added."""
+def uninstall(
+    scope: str | None = ScopeOption, settings: Path | None = SettingsOption, as_json: bool = JsonOption
+) -> None:
+    """Remove exactly the hooks install added (restoring the original file when it is as install left it)."""
     from cems_cli.hooks_install import InstallError
     from cems_cli.hooks_install import uninstall as do_uninstall
 
-    path, home = _resolve(scope, settings)
+    path, home, _ = _resolve(scope, settings)
     try:
         result = do_uninstall(path, home)
     except InstallError as error:
@@ -67,13 +155,19 @@ def uninstall(scope: str = ScopeOption, settings: Path = SettingsOption, as_json
         emit_json(result)
     elif result["changed"]:
         console.print(
-            f"Removed CEMS hooks from {path}" + (" (original file restored)" if result["restored"] else "")
+            f"Removed CEMS hooks from {path}" + (" (original file restored)" if result["restored"] else ""),
+            markup=False,
+            soft_wrap=True,
         )
     else:
-        console.print(f"No CEMS hooks in {path}")
+        console.print(f"No CEMS hooks in {path}", markup=False, soft_wrap=True)
 
 
-def _samples(cwd: str) -> dict[str, dict]:
+# --- doctor ----------------------------------------------------------------------------------------------
+
+
+def _samples(cwd: str) -> dict[str, dict[str, Any]]:
+    """One realistic stdin per event, of the kind Claude Code sends (session ids marked as the doctor's)."""
     common = {
         "session_id": f"cems-doctor-{uuid.uuid4().hex[:8]}",
         "transcript_path": "",
@@ -81,20 +175,20 @@ def _samples(cwd: str) -> dict[str, dict]:
         "permission_mode": "default",
     }
     return {
-        "session_start.py": {**common, "hook_event_name": "SessionStart", "source": "startup"},
-        "user_prompt_submit.py": {
+        "SessionStart": {**common, "hook_event_name": "SessionStart", "source": "startup"},
+        "UserPromptSubmit": {
             **common,
             "hook_event_name": "UserPromptSubmit",
             "prompt": "How do we run the tests in this project?",
         },
-        "pre_tool_use.py": {
+        "PreToolUse": {
             **common,
             "hook_event_name": "PreToolUse",
             "tool_name": "Bash",
             "tool_input": {"command": "ls"},
             "tool_use_id": f"toolu_doctor_{uuid.uuid4().hex}",
         },
-        "post_tool_use.py": {
+        "PostToolUse": {
             **common,
             "hook_event_name": "PostToolUse",
             "tool_name": "Read",
@@ -105,7 +199,15 @@ def _samples(cwd: str) -> dict[str, dict]:
             },
             "tool_use_id": f"toolu_doctor_{uuid.uuid4().hex}",
         },
-        "stop.py": {
+        "PostToolUseFailure": {
+            **common,
+            "hook_event_name": "PostToolUseFailure",
+            "tool_name": "Bash",
+            "tool_input": {"command": "false"},
+            "error": "Exit code 1",
+            "tool_use_id": f"toolu_doctor_{uuid.uuid4().hex}",
+        },
+        "Stop": {
             **common,
             "hook_event_name": "Stop",
             "stop_hook_active": True,
@@ -114,64 +216,65 @@ def _samples(cwd: str) -> dict[str, dict]:
     }
 
 
-@hooks_app.command("doctor")
-def doctor(as_json: bool = JsonOption) -> None:
-    """Run each hook on a sample payload; report its latency and any error."""
-    from cems_cli.resources import data_dir
+# How long doctor waits for a hook that sets no timeout (Claude Code itself would wait up to 600 s).
+DEFAULT_RUN_TIMEOUT = 60.0
 
-    hooks_dir = data_dir("hooks")
-    report = []
-    for script, payload in _samples(str(Path.cwd())).items():
-        path = hooks_dir / script
-        entry: dict = {"hook": script, "ok": False, "ms": None, "error": None}
-        if not path.exists():
-            entry["error"] = f"missing: {path}"
-            report.append(entry)
-            continue
-        started = time.perf_counter()
+
+def _run(command: str, payload: dict[str, Any], timeout: float, cwd: Path) -> dict[str, Any]:
+    """Run one command the way Claude Code does: through `sh -c`, in the project folder, payload on stdin."""
+    shell = "/bin/sh" if os.path.exists("/bin/sh") else "sh"
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(cwd)}
+    started = time.perf_counter()
+    # Own process group: on a timeout the shell and the interpreter under it are killed together.
+    proc = subprocess.Popen(
+        [shell, "-c", command],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        out_bytes, err_bytes = proc.communicate(json.dumps(payload).encode(), timeout=timeout)
+    except subprocess.TimeoutExpired:
         try:
-            proc = subprocess.run(
-                [sys.executable, str(path)],
-                input=json.dumps(payload).encode(),
-                capture_output=True,
-                timeout=60,
-            )
-        except subprocess.TimeoutExpired:
-            entry["error"] = "timed out after 60 s"
-            report.append(entry)
-            continue
-        entry["ms"] = round((time.perf_counter() - started) * 1000, 1)
-        out = proc.stdout.decode("utf-8", errors="replace").strip()
-        if proc.returncode != 0:
-            entry["error"] = (
-                f"exit code {proc.returncode}: {proc.stderr.decode(errors='replace').strip()[:200]}"
-            )
-        elif out and not _is_json_object(out):
-            entry["error"] = f"stdout is not one JSON object: {out[:120]!r}"
-        else:
-            entry["ok"] = True
-            entry["output"] = json.loads(out) if out else None
-        report.append(entry)
-    healthy = all(e["ok"] for e in report)
-    if as_json:
-        emit_json({"ok": healthy, "hooks": report})
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.communicate()
+        return {
+            "ok": False,
+            "ms": round((time.perf_counter() - started) * 1000, 1),
+            "exit_code": None,
+            "error": f"timed out after {timeout:g} s: Claude Code kills it and goes ahead without it",
+            "output": None,
+        }
+    ms = round((time.perf_counter() - started) * 1000, 1)
+    out = out_bytes.decode("utf-8", errors="replace").strip()
+    err = err_bytes.decode("utf-8", errors="replace").strip()
+    result: dict[str, Any] = {
+        "ok": False,
+        "ms": ms,
+        "exit_code": proc.returncode,
+        "error": None,
+        "output": None,
+    }
+    if proc.returncode == 2:
+        # python exits 2 when its script is missing: Claude Code reads 2 as "block" and shows stderr.
+        result["error"] = f"exit code 2, which Claude Code treats as a block: {err[:200]}"
+    elif proc.returncode == 127:
+        result["error"] = (
+            f"exit code 127, command not found (Claude Code goes ahead without the hook): {err[:200]}"
+        )
+    elif proc.returncode != 0:
+        result["error"] = f"exit code {proc.returncode}: {err[:200]}"
+    elif out and not _is_json_object(out):
+        result["error"] = f"stdout is not one JSON object, so Claude Code ignores the answer: {out[:120]!r}"
     else:
-        from rich.table import Table
-
-        table = Table(title="CEMS hooks")
-        for column in ("hook", "status", "ms", "detail"):
-            table.add_column(column, overflow="fold")
-        for e in report:
-            detail = e["error"] or ("answered" if e.get("output") else "no output (allow / nothing to add)")
-            table.add_row(
-                e["hook"],
-                "[green]ok[/green]" if e["ok"] else "[red]error[/red]",
-                "" if e["ms"] is None else f"{e['ms']:.0f}",
-                detail,
-            )
-        console.print(table)
-    if not healthy:
-        raise typer.Exit(1)
+        result["ok"] = True
+        result["output"] = json.loads(out) if out else None
+    return result
 
 
 def _is_json_object(text: str) -> bool:
@@ -179,6 +282,244 @@ def _is_json_object(text: str) -> bool:
         return isinstance(json.loads(text), dict)
     except ValueError:
         return False
+
+
+def _executable(program: str) -> bool:
+    if os.sep in program:
+        return os.path.isfile(program) and os.access(program, os.X_OK)
+    return shutil.which(program) is not None
+
+
+def _static_problems(hook: InstalledHook, home: Path) -> tuple[list[str], list[str]]:
+    """(problems, warnings) visible without running the command."""
+    from cems_cli.hookentry import HANDLERS
+    from cems_cli.hooks_install import SPECS
+
+    parsed = hook.parsed
+    problems: list[str] = []
+    warnings: list[str] = []
+    if parsed.handler not in HANDLERS:
+        problems.append(f"unknown handler {parsed.handler!r} (known: {', '.join(HANDLERS)})")
+    spec = SPECS.get(hook.event)
+    if spec is None:
+        warnings.append(f"{hook.event} is not an event CEMS installs a hook for")
+    elif parsed.handler in HANDLERS and parsed.handler != spec.handler:
+        problems.append(f"runs the {parsed.handler} handler on {hook.event} (expected {spec.handler})")
+    if not _executable(parsed.program):
+        where = "does not exist" if os.sep in parsed.program else "is not on PATH here"
+        problems.append(f"{parsed.program} {where}")
+    if parsed.script is not None and not os.path.isfile(parsed.script):
+        problems.append(f"hook script {parsed.script} does not exist")
+    if parsed.pinned_home is not None:
+        pinned = Path(parsed.pinned_home).expanduser()
+        if pinned.resolve() != home.resolve():
+            problems.append(
+                f"pinned to the store CEMS_HOME={pinned}, but CEMS_HOME here is {home}: the hooks remember "
+                f"into and recall from {pinned}; reinstall with the store you use, or use that one"
+            )
+    elif not parsed.portable:
+        warnings.append(
+            "does not pin CEMS_HOME, so it uses whatever store Claude Code's environment names; "
+            "reinstall (`cems hooks install`) to pin this one"
+        )
+    return problems, warnings
+
+
+def _diagnose(files: list[tuple[str, Path]], home: Path, cwd: Path, run: bool) -> dict[str, Any]:
+    from cems_cli.hooks_install import HOOKS, known_commands, scan_settings
+
+    scans: list[SettingsScan] = [
+        scan_settings(path, scope, known_commands(home, path)) for scope, path in files
+    ]
+    problems: list[str] = []
+    warnings: list[str] = []
+    for scan in scans:
+        if scan.error:
+            problems.append(scan.error)
+        if scan.disable_all_hooks:
+            problems.append(f"{scan.path} sets disableAllHooks: Claude Code runs no hooks at all")
+    installed = [hook for scan in scans for hook in scan.hooks]
+    samples = _samples(str(cwd))
+    ran: dict[tuple[str, str], dict[str, Any]] = {}
+    reports: list[dict[str, Any]] = []
+    grouped_problems: dict[tuple[str, str], list[str]] = {}
+    grouped_warnings: dict[tuple[str, str], list[str]] = {}
+    for hook in installed:
+        hook_problems, hook_warnings = _static_problems(hook, home)
+        report: dict[str, Any] = {
+            "event": hook.event,
+            "scope": hook.scope,
+            "settings": str(hook.settings),
+            "command": hook.command,
+            "handler": hook.parsed.handler,
+            "matcher": hook.matcher,
+            "timeout": hook.timeout,
+            "style": "portable"
+            if hook.parsed.portable
+            else "pinned"
+            if hook.parsed.pinned_home
+            else "unpinned",
+            "pinned_home": hook.parsed.pinned_home,
+            "problems": hook_problems,
+            "warnings": hook_warnings,
+            "ran": False,
+            "ok": not hook_problems,
+            "ms": None,
+            "exit_code": None,
+            "error": None,
+            "output": None,
+        }
+        if run and hook.event in samples:
+            key = (hook.event, hook.command)
+            if key not in ran:  # the same command for the same event in two files: Claude Code runs it once
+                timeout = min(hook.timeout or DEFAULT_RUN_TIMEOUT, DEFAULT_RUN_TIMEOUT)
+                ran[key] = _run(hook.command, samples[hook.event], timeout, cwd)
+            outcome = ran[key]
+            report.update(
+                ran=True, ms=outcome["ms"], exit_code=outcome["exit_code"], output=outcome["output"]
+            )
+            report["error"] = outcome["error"]
+            report["ok"] = report["ok"] and outcome["ok"]
+        # The same finding for several events of one file (a wrong pin, a moved venv) is said once.
+        for message in [*hook_problems, *([report["error"]] if report["error"] else [])]:
+            grouped_problems.setdefault((str(hook.settings), message), []).append(hook.event)
+        for message in hook_warnings:
+            grouped_warnings.setdefault((str(hook.settings), message), []).append(hook.event)
+        reports.append(report)
+    problems.extend(f"{', '.join(ev)} in {file}: {msg}" for (file, msg), ev in grouped_problems.items())
+    warnings.extend(f"{', '.join(ev)} in {file}: {msg}" for (file, msg), ev in grouped_warnings.items())
+    events = []
+    for spec in HOOKS:
+        mine = [r for r in reports if r["event"] == spec.event]
+        commands = sorted({r["command"] for r in mine})
+        status = "ok" if len(commands) == 1 else "missing" if not commands else "duplicate"
+        events.append(
+            {
+                "event": spec.event,
+                "status": status,
+                "installed": len(mine),
+                "settings": sorted({r["settings"] for r in mine}),
+                "commands": commands,
+            }
+        )
+        if not installed:
+            continue
+        if status == "missing":
+            problems.append(f"{spec.event}: not installed in any file read")
+        elif status == "duplicate":
+            problems.append(
+                f"{spec.event}: installed {len(commands)} times with different commands "
+                f"({', '.join(sorted({r['settings'] for r in mine}))}): Claude Code runs every one of them, "
+                "so the hook runs more than once per event"
+            )
+        elif len(mine) > 1:
+            warnings.append(
+                f"{spec.event}: the same command is in {len(mine)} places; Claude Code runs identical "
+                "commands once"
+            )
+    if not installed:
+        problems.insert(
+            0,
+            "no CEMS hooks installed in "
+            + ", ".join(str(scan.path) for scan in scans)
+            + ": run `cems hooks install` (or `cems hooks install --scope project`)",
+        )
+    return {
+        "ok": not problems,
+        "home": str(home),
+        "cwd": str(cwd),
+        "files": [
+            {
+                "scope": scan.scope,
+                "path": str(scan.path),
+                "exists": scan.exists,
+                "error": scan.error,
+                "disable_all_hooks": scan.disable_all_hooks,
+                "cems_hooks": len(scan.hooks),
+            }
+            for scan in scans
+        ],
+        "events": events,
+        "hooks": reports,
+        "problems": problems,
+        "warnings": warnings,
+    }
+
+
+def _render(doc: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    console.print(f"Settings files read (CEMS_HOME here: {escape(doc['home'])}):", soft_wrap=True)
+    for f in doc["files"]:
+        state = (
+            "[red]unreadable[/red]"
+            if f["error"]
+            else f"{f['cems_hooks']} CEMS hooks"
+            if f["exists"]
+            else "[dim]no such file[/dim]"
+        )
+        console.print(f"  {f['scope']:<8} {escape(f['path'])}  {state}", soft_wrap=True)
+    if doc["hooks"]:
+        table = Table(title="CEMS hooks")
+        for column in ("event", "scope", "status", "ms", "detail"):
+            table.add_column(column, overflow="fold")
+        for h in doc["hooks"]:
+            if h["problems"] or h["error"]:
+                detail = "; ".join([*h["problems"], *([h["error"]] if h["error"] else [])])
+            elif not h["ran"]:
+                detail = "not run"
+            else:
+                detail = "answered" if h["output"] else "no output (allow / nothing to add)"
+            table.add_row(
+                h["event"],
+                h["scope"],
+                "[green]ok[/green]" if h["ok"] else "[red]error[/red]",
+                "" if h["ms"] is None else f"{h['ms']:.0f}",
+                escape(detail),
+            )
+        console.print(table)
+        console.print("Commands:")
+        for h in doc["hooks"]:
+            console.print(f"  {h['event']} ({h['scope']}): {escape(h['command'])}", soft_wrap=True)
+    for warning in doc["warnings"]:
+        console.print(f"[yellow]warning[/yellow]: {escape(warning)}", soft_wrap=True)
+    for problem in doc["problems"]:
+        console.print(f"[red]problem[/red]: {escape(problem)}", soft_wrap=True)
+    if doc["ok"]:
+        console.print("[green]CEMS hooks: every event installed once, every command answered.[/green]")
+
+
+@hooks_app.command("doctor")
+def doctor(
+    scope: str | None = DoctorScopeOption,
+    settings: Path | None = DoctorSettingsOption,
+    run: bool = RunOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Check what Claude Code will run: which CEMS hooks are installed in which settings file, with which
+    command; run each installed command on a sample payload (latency, errors); report missing, doubled,
+    broken or wrongly pinned hooks. Exits 1 when something is wrong."""
+    from cems_cli.config import get_settings
+    from cems_cli.hooks_install import SCOPES, settings_path
+
+    cwd = Path.cwd()
+    home = _home(get_settings().home)
+    if settings is not None:
+        files = [(scope or "settings", settings_path("user", settings))]
+    elif scope is not None:
+        if scope not in SCOPES:
+            fail(f"unknown scope {scope!r} (expected one of: {', '.join(SCOPES)})")
+        files = [(scope, settings_path(scope, None, cwd))]
+    else:
+        files = _standard_files(cwd)
+    doc = _diagnose(files, home, cwd, run)
+    if as_json:
+        emit_json(doc)
+    else:
+        _render(doc)
+    if not doc["ok"]:
+        raise typer.Exit(1)
 
 
 def serve(

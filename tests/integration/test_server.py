@@ -38,7 +38,9 @@ def test_db_status_stop_and_restart_on_demand(tmp_path):
         search_pid = json.loads(serving.stdout)["pid"]
         stopped = cems_subprocess(["db", "stop", "--json"], env)
         # The warm search server holds a connection to the database: it stops with it.
-        assert json.loads(stopped.stdout) == {"stopped": True, "running": False, "search_server_stopped": True}
+        assert json.loads(stopped.stdout) == {
+            "stopped": True, "running": False, "search_server_stopped": True
+        }
         _wait_dead(search_pid)
         assert json.loads(cems_subprocess(["db", "status", "--json"], env).stdout)["running"] is False
         again = cems_subprocess(["search", "server first use", "--json"], env)
