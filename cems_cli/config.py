@@ -22,6 +22,8 @@ from pydantic_settings import (
 
 from cems_cli import paths
 from cems_cli.project import normalize_project, project_for_dir
+from cems_cli.retrieval.filtering import DEFAULT_MIN_SIMILARITY
+from cems_cli.retrieval.fusion import DEFAULT_LEXICAL_COVERAGE
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
@@ -83,6 +85,9 @@ class Settings(CemsSettingsBase):
     # Measured on LoCoMo in bench/RESULTS.md.
     fusion: Literal["linear", "rrf"] = "linear"
     fusion_vector_weight: float = Field(default=1.5, ge=0, le=100)
+    # linear only: how much of a whole-query BM25 match the best lexical match must reach to count fully
+    # (retrieval/fusion.py); 0 divides by the best match alone.
+    lexical_coverage: float = Field(default=DEFAULT_LEXICAL_COVERAGE, ge=0, le=1)
     hybrid_vector_weight: float = Field(default=0.3, ge=0, le=1)  # rrf only: blend of the cosine score
     # Session context (retrieval/neighbours.py): neighbours within `session_window` places, and the best
     # memory of the session, lend part of their score. 0 and 0 switch the stage off.
@@ -97,6 +102,8 @@ class Settings(CemsSettingsBase):
     rerank_backend: Literal["llm", "ollama", "embedding", "disabled"] | None = None
     rerank_input_limit: int = Field(default=40, ge=1)
     relevance_threshold: float = Field(default=0.0, ge=0, le=1)
+    # No shared word and a cosine below this: no evidence at all, never a result (retrieval/filtering.py).
+    min_similarity: float = Field(default=DEFAULT_MIN_SIMILARITY, ge=0, le=1)
     strong_signal_threshold: float = Field(default=0.85, ge=0, le=1)
     strong_signal_gap: float = Field(default=0.15, ge=0, le=1)
     ollama_url: str = "http://127.0.0.1:11434"

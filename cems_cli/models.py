@@ -34,6 +34,11 @@ class PinCategory(StrEnum):
     DOCUMENTATION = "documentation"
 
 
+# Memories a capture trigger wrote (the Stop hook's worker, the observer, tool outcomes), as opposed to what a
+# person wrote, imported or pinned. Search weighs them below the user's own words (retrieval/adjust.py).
+CAPTURED_SOURCES = frozenset({"session", "observer", "tool"})
+
+
 class SearchMode(StrEnum):
     VECTOR = "vector"
     HYBRID = "hybrid"

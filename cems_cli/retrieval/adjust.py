@@ -5,6 +5,7 @@
     score *= 1 / (1 + days / 60)             days since last_accessed, else created_at; pinned: exempt
     score *= 1.1                             pinned
     score *= 1.3 | 0.8 | 0.9                 same project | other project | no project reference
+    score *= 0.7                             captured by a trigger (session, observer, tool), not pinned
     score *= temporal recency factor         temporal queries only, see `temporal_factor`
     score *= 1 + time_cue_boost              created within the time the query names (timecues.py)
     score *= 1 + time_answer_boost           says when, for a question that asks when (answer_type.py)
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from cems_cli.models import CAPTURED_SOURCES
 from cems_cli.retrieval.answer_type import states_time
 from cems_cli.retrieval.types import Candidate
 
@@ -37,6 +39,9 @@ class AdjustSettings:
     same_project: float = 1.3
     other_project: float = 0.8
     no_project: float = 0.9
+    # What the user wrote outweighs what capture inferred from a session on equal relevance: a digest that
+    # mentions "npm" must not outrank "In this repo we use pnpm, never npm" on "which package manager".
+    captured: float = 0.7
     min_priority: float = 1.0
     max_priority: float = 2.0
     # Temporal queries: memcity's "recent documents get a small boost, older slightly penalised".
@@ -121,6 +126,7 @@ def adjust_candidate(
     decay = 1.0 if cand.pinned else time_decay(days, settings.decay_days)
     pinned = settings.pinned_boost if cand.pinned else 1.0
     project = project_factor(cand.source_ref, current_project, settings)
+    source = settings.captured if cand.source in CAPTURED_SOURCES and not cand.pinned else 1.0
     age_days = whole_days_between(cand.created_at, now)
     temporal = (
         temporal_factor(age_days, settings.temporal_strength, settings.temporal_half_days)
@@ -129,7 +135,7 @@ def adjust_candidate(
     )
     cue = 1.0 + settings.time_cue_boost if time_cue is not None and time_cue.matches(cand.created_at) else 1.0
     answer = 1.0 + settings.time_answer_boost if asks_for_time and states_time(cand.content) else 1.0
-    unclamped = base * priority * decay * pinned * project * temporal * cue * answer
+    unclamped = base * priority * decay * pinned * project * source * temporal * cue * answer
     cand.score = min(1.0, max(0.0, unclamped))
     cand.explain["adjust"] = {
         "base": base,
@@ -138,6 +144,7 @@ def adjust_candidate(
         "time_decay": decay,
         "pinned": pinned,
         "project": project,
+        "source": source,
         "temporal": temporal,
         "time_cue": cue,
         "time_answer": answer,

@@ -18,6 +18,17 @@ def filter_by_threshold(
     return [c for c in candidates if c.score >= threshold]
 
 
+# A memory that shares no word with the query and whose meaning is this far from it answers nothing: MiniLM
+# puts unrelated text at cosine ~0.0-0.1 and a paraphrase of the answer well above 0.2. Without this floor
+# "xyzzy plugh frobnicate" returned the five least unrelated memories.
+DEFAULT_MIN_SIMILARITY = 0.15
+
+
+def has_evidence(cand: Candidate, min_similarity: float = DEFAULT_MIN_SIMILARITY) -> bool:
+    """A lexical match, or a cosine to the query of at least `min_similarity`."""
+    return cand.lexical_score > 0 or cand.vector_score >= min_similarity
+
+
 def _unit_rows(candidates: Sequence[Candidate]) -> tuple[Any, list[int]]:
     """Row-normalised embedding matrix of the candidates that have a usable one, and their positions."""
     import numpy as np

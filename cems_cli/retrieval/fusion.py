@@ -160,7 +160,7 @@ def fuse_candidates(
 
 # --- score fusion -----------------------------------------------------------------------------------------
 #
-#   lexical(d) = max over lexical lists L:  w(L) * bm25_L(d) / max bm25_L          (0..1)
+#   lexical(d) = max over lexical lists L:  w(L) * bm25_L(d) / max(max bm25_L, c * full_L)   (0..1)
 #   vector(d)  = max(cosine of d's chunk to the query, max over vector lists L: w(L) * cosine_L(d))   (0..1)
 #   score(d)   = (lexical(d) + v * vector(d)) / (1 + v)                          (v = vector_weight)
 #
@@ -168,8 +168,15 @@ def fuse_candidates(
 # RRF, this keeps how far apart the retrievers' scores are: a memory that matches the rare words of a
 # question nearly as well as the best one stays near it, instead of falling a rank step behind. Measured on
 # LoCoMo, no LLM, every other stage unchanged: Recall@5 / @10 0.637 / 0.721 with RRF → 0.691 / 0.767.
+#
+# full_L is the BM25 score of a memory holding every term of the query (the sum of their IDF), and c the
+# lexical coverage (0..1). Dividing by the best match alone gave a memory sharing one common word with the
+# question ("test" in "which test framework do I like?") the full lexical score whenever nothing matched
+# better, which in a small store outranked the memory that answers by meaning. With c > 0 a best match
+# that covers less than c of the query's IDF mass keeps its partial score. c = 0 is the old normalisation.
 
 DEFAULT_FUSION_VECTOR_WEIGHT = 1.5
+DEFAULT_LEXICAL_COVERAGE = 1.0
 
 
 def linear_fuse(
@@ -177,6 +184,7 @@ def linear_fuse(
     candidates: Mapping[str, Candidate],
     *,
     vector_weight: float = DEFAULT_FUSION_VECTOR_WEIGHT,
+    lexical_coverage: float = DEFAULT_LEXICAL_COVERAGE,
     original_weight: float = DEFAULT_ORIGINAL_WEIGHT,
     expansion_weight: float = DEFAULT_EXPANSION_WEIGHT,
 ) -> list[Candidate]:
@@ -199,7 +207,8 @@ def linear_fuse(
             continue
         relative = weight / max(original_weight, expansion_weight, 1e-12)
         if ranked.kind == "lexical":
-            normalised = max_normalise([i.score for i in ranked.items])
+            scores = [i.score for i in ranked.items]
+            normalised = _lexical_normalise(scores, ranked.full_match, lexical_coverage)
             target = lexical
         else:
             normalised = [min(1.0, max(0.0, _finite_or_zero(i.score))) for i in ranked.items]
@@ -227,3 +236,13 @@ def linear_fuse(
         result.append(cand)
     result.sort(key=lambda c: -c.score)
     return result
+
+
+def _lexical_normalise(scores: Sequence[float], full_match: float | None, coverage: float) -> list[float]:
+    """BM25 scores in 0..1: divided by the best one, or by `coverage` of a whole-query match if that is
+    larger (the best match then covered too little of the query to count fully)."""
+    clean = [max(0.0, _finite_or_zero(s)) for s in scores]
+    ceiling = max(max(clean, default=0.0), coverage * _finite_or_zero(full_match or 0.0))
+    if ceiling <= 0:
+        return [0.0 for _ in clean]
+    return [min(1.0, s / ceiling) for s in clean]

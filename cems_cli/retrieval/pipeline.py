@@ -150,9 +150,10 @@ def run_search(service: MemoryService, request: SearchRequest) -> list[SearchRes
     trace.lap("rerank")
 
     # 8. Relevance filter and semantic dedup.
-    from cems_cli.retrieval.filtering import filter_by_threshold, semantic_dedup
+    from cems_cli.retrieval.filtering import filter_by_threshold, has_evidence, semantic_dedup
 
     kept = filter_by_threshold(fused, settings.relevance_threshold)
+    kept = [c for c in kept if has_evidence(c, settings.min_similarity)]
     # Near-duplicates can only crowd the results that will be shown: compare the head, keep the rest.
     head = kept[: max(request.limit * DEDUP_WINDOW_FACTOR, 10)]
     _attach_embeddings(conn, head)
@@ -288,6 +289,7 @@ def _build_candidates(
                 kind=kind,
                 is_original=variant.is_original,
                 items=[RankedItem(h.document_id, h.score) for h in _best_per_document(hits)],
+                full_match=hits[0].full_match if kind == "lexical" and hits else None,
             )
         )
     documents, chunks = fetch_candidates(conn, [c for ids in chunk_ids.values() for c in ids], query_vector)
@@ -308,6 +310,7 @@ def _build_candidates(
             last_accessed=record.last_accessed,
             priority=record.priority,
             pinned=record.pinned,
+            source=record.source,
             source_ref=record.source_ref,
             tags=record.tags,
             title=record.title,
@@ -326,6 +329,7 @@ def _fuse(settings, ranked: list[RankedList], candidates: dict[str, Candidate]) 
             ranked,
             candidates,
             vector_weight=settings.fusion_vector_weight,
+            lexical_coverage=settings.lexical_coverage,
             original_weight=settings.rrf_original_weight,
             expansion_weight=settings.rrf_expansion_weight,
         )

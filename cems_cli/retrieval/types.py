@@ -39,6 +39,7 @@ class Candidate:
     last_accessed: datetime | None = None
     priority: float = 1.0
     pinned: bool = False
+    source: str | None = None
     source_ref: str | None = None
     tags: list[str] = field(default_factory=list)
     title: str | None = None
@@ -67,6 +68,8 @@ class RankedList:
     items: list[RankedItem]
     is_original: bool = False
     weight: float | None = None
+    # Lexical lists: the score of a match of the whole query (see fusion.linear_fuse); None if unknown.
+    full_match: float | None = None
 
 
 @dataclass(kw_only=True)

@@ -31,7 +31,10 @@ class ChunkHit:
     chunk_id: str
     document_id: str
     chunk_index: int
-    score: float  # cosine similarity for vector hits, ts_rank_cd for lexical hits
+    score: float  # cosine similarity for vector hits, BM25 for lexical hits
+    # Lexical hits: the BM25 score of a memory of average length holding every query term (the sum of the
+    # terms' IDF). Fusion measures how much of the query a match covers against it.
+    full_match: float = 0.0
 
 
 def _where(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
@@ -185,7 +188,8 @@ def lexical_hits(conn: psycopg.Connection, query: str, filters: SearchFilters, l
         "FROM m ORDER BY score DESC, id LIMIT %(limit)s",
         params,
     ).fetchall()
-    return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3])) for r in rows]
+    full_match = sum(idf)
+    return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3]), full_match) for r in rows]
 
 
 def fetch_documents(conn: psycopg.Connection, document_ids: Sequence[str]) -> dict[str, MemoryRecord]:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, REPO
+from tests.conftest import REPO
+from tests.support.paths import PAYLOADS
 
 
 def _run(
@@ -64,17 +65,19 @@ def test_prompt_recall_injects_a_memory_block(served):
     assert "(patterns, " in text
 
 
+def test_a_prompt_that_matches_no_memory_injects_nothing(served):
+    environment = {**served, "CEMS_RECALL_TIME_BUDGET": "30"}
+    code, out, err = _run("user_prompt_submit.py", _prompt("xyzzy plugh frobnicate"), environment)
+    assert (code, out) == (0, ""), err
+
+
 @pytest.mark.parametrize("prompt", ["ok", "yes", "continue", "Thanks!", "  go ahead. "])
 def test_trivial_prompts_inject_nothing(served, prompt):
     assert _run("user_prompt_submit.py", _prompt(prompt), served) == (0, "", "")
 
 
 def test_fixture_payload_and_warm_latency(served):
-    payload = (
-        json.loads((FIXTURES / "payloads" / "UserPromptSubmit.json").read_text())
-        if FIXTURES.exists()
-        else _prompt("The API returns 500 when REDIS_URL is unset.")
-    )
+    payload = json.loads((PAYLOADS / "UserPromptSubmit.json").read_text())
     env = {**served, "CEMS_RECALL_TIME_BUDGET": "30"}
     assert _run("user_prompt_submit.py", payload, env)[0] == 0
     import time

@@ -103,8 +103,8 @@ def test_all_factors_multiply_and_are_recorded():
     assert adjust_candidate(c, now=NOW, current_project="project:acme/web") == pytest.approx(0.32)
     assert c.explain["adjust"] == {
         "base": 0.5, "priority": 1.2, "days_since_access": 30, "time_decay": pytest.approx(2 / 3),
-        "pinned": 1.0, "project": 0.8, "temporal": 1.0, "time_cue": 1.0, "time_answer": 1.0,
-        "unclamped": pytest.approx(0.32), "score": pytest.approx(0.32),
+        "pinned": 1.0, "project": 0.8, "source": 1.0, "temporal": 1.0, "time_cue": 1.0,
+        "time_answer": 1.0, "unclamped": pytest.approx(0.32), "score": pytest.approx(0.32),
     }
 
 
@@ -138,3 +138,17 @@ def test_apply_adjustments_reorders():
     assert [c.document_id for c in apply_adjustments([stale, pinned, fresh], now=NOW)] == [
         "fresh", "pinned", "stale"]
     assert apply_adjustments([], now=NOW) == []
+
+
+def test_captured_memories_weigh_less_than_the_users_own_words_unless_pinned():
+    written = cand(score=0.5)
+    captured = cand(score=0.5)
+    captured.source = "session"
+    pinned_capture = cand(score=0.5, pinned=True)
+    pinned_capture.source = "observer"
+    assert adjust_candidate(written, now=NOW) == pytest.approx(0.5)
+    assert adjust_candidate(captured, now=NOW) == pytest.approx(0.35)
+    assert captured.explain["adjust"]["source"] == pytest.approx(0.7)
+    assert pinned_capture.explain.get("adjust") is None
+    adjust_candidate(pinned_capture, now=NOW)
+    assert pinned_capture.explain["adjust"]["source"] == 1.0
