@@ -109,6 +109,11 @@ class Settings(CemsSettingsBase):
     ollama_url: str = "http://127.0.0.1:11434"
     reranker_model: str = "dengcao/Qwen3-Reranker-0.6B:Q8_0"
 
+    # Lifecycle maintenance (cems_cli/maintain.py): a captured session `context` memory neither accessed nor
+    # updated for this many days expires; an archived memory is deleted for good this many days later.
+    context_ttl_days: float = Field(default=90, gt=0)
+    archive_grace_days: float = Field(default=30, ge=0)
+
     @field_validator("user")
     @classmethod
     def _user_not_blank(cls, value: str) -> str:

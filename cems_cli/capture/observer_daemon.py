@@ -17,10 +17,14 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cems_cli.capture.observer import Observer, RunReport, llm_for
 from cems_cli.capture.observer_settings import ObserverSettings
 from cems_cli.config import Settings
+
+if TYPE_CHECKING:
+    from cems_cli.maintain import PeriodicMaintenance
 
 log = logging.getLogger("cems.observer")
 
@@ -133,12 +137,15 @@ def run(
     stop: threading.Event | None = None,
 ) -> RunReport:
     """Observe until stopped (or one pass with `once`); AlreadyRunning if another observer holds the lock."""
+    from cems_cli.maintain import PeriodicMaintenance
     from cems_cli.service import MemoryService
 
     lock = PidLock(settings.home)
     lock.acquire()
     stop = stop or threading.Event()
     service = MemoryService(settings)
+    # A one-off pass (--once) leaves maintenance to `cems maintain`; a watching observer runs it daily.
+    maintenance = PeriodicMaintenance(settings, 0 if once else observer_settings.observer_maintain_seconds)
     try:
         with _stop_on_signals(stop):
             llm = (
@@ -158,9 +165,10 @@ def run(
             total = observer.sync()
             _log_report(total)
             if not once:
-                _watch(observer, observer_settings, stop, total)
+                _watch(observer, observer_settings, stop, total, maintenance)
             return total
     finally:
+        maintenance.close()
         service.close()
         lock.release()
 
@@ -195,7 +203,13 @@ def _running_state(home: Path, pid: int | None) -> dict[str, object] | None:
     return state if isinstance(state, dict) and state.get("pid") == pid else None
 
 
-def _watch(observer: Observer, settings: ObserverSettings, stop: threading.Event, total: RunReport) -> None:
+def _watch(
+    observer: Observer,
+    settings: ObserverSettings,
+    stop: threading.Event,
+    total: RunReport,
+    maintenance: PeriodicMaintenance | None = None,
+) -> None:
     """Sleep in the kernel until a transcript changes or a tick is due; handle it; repeat."""
     from watchfiles import watch
 
@@ -205,6 +219,8 @@ def _watch(observer: Observer, settings: ObserverSettings, stop: threading.Event
         roots = [root for root in observer.roots if root.is_dir()]
         if not roots:  # nothing to watch yet (Claude Code never ran): look again every tick
             stop.wait(tick)
+            if maintenance is not None:
+                maintenance.poll()
             total.add(observer.sync([]))
             continue
         armed = False
@@ -229,6 +245,8 @@ def _watch(observer: Observer, settings: ObserverSettings, stop: threading.Event
                     report = observer.sync({Path(path) for _change, path in changes})
                 _log_report(report)
                 total.add(report)
+                if maintenance is not None:  # every wake-up, at least once a tick; starts a thread when due
+                    maintenance.poll()
                 if [root for root in observer.roots if root.is_dir()] != roots:
                     break  # a root appeared or vanished: watch the new set
         except (OSError, RuntimeError) as error:  # a watched folder removed, inotify limits…

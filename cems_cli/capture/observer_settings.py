@@ -53,6 +53,9 @@ class ObserverSettings(CemsSettingsBase):
     # for file events the OS dropped.
     observer_tick_seconds: float = Field(default=15.0, gt=0)
     observer_rescan_seconds: float = Field(default=600.0, gt=0)
+    # Lifecycle maintenance (`cems maintain`) for the observing user, in the background, when this long has
+    # passed since the last run (by any process: the time is kept in the database); 0 = never.
+    observer_maintain_seconds: float = Field(default=86400.0, ge=0)
 
     @property
     def roots(self) -> list[Path]:

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from cems_cli.cli import admin, evaluation, hooks, memory, observer, rules, transfer
+from cems_cli.cli import admin, evaluation, hooks, maintain, memory, observer, rules, transfer
 
 app = typer.Typer(
     name="cems",
@@ -15,7 +15,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for group in (memory, rules, transfer, admin, hooks, observer, evaluation):
+for group in (memory, rules, transfer, admin, maintain, hooks, observer, evaluation):
     group.register(app)
 
 

@@ -1,0 +1,82 @@
+"""`cems maintain`: expire, consolidate and prune your memories (cems_cli/maintain.py)."""
+
+from __future__ import annotations
+
+import typer
+
+from cems_cli.cli.common import JsonOption, console, emit_json, service, short_id
+
+_STEP_LABELS = {
+    "expire": "archiving expired memories",
+    "consolidate": "merging near duplicates",
+    "prune": "deleting long-archived memories",
+}
+_SHOWN_GROUPS = 20
+
+
+def maintain(
+    dry_run: bool = typer.Option(False, "--dry-run", help="Change nothing; report what would happen."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Archive expired memories, merge near duplicates, delete memories archived long ago.
+
+    Expired: past their expiry, or captured session context unused for CEMS_CONTEXT_TTL_DAYS (default 90).
+    Near duplicates (cosine >= 0.92, same scope and team) become one; the other is archived, pointing at it.
+    Archived memories are deleted CEMS_ARCHIVE_GRACE_DAYS (default 30) after they were archived.
+    Pinned memories are never touched. The observer runs this once a day.
+    """
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    from cems_cli.maintain import STEPS, run_maintenance
+
+    with service() as svc:
+        settings = svc.settings
+        conn = svc.conn
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TextColumn("{task.completed}/{task.total}"),
+            console=console,
+            disable=as_json or not console.is_terminal,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("maintenance", total=len(STEPS))
+
+            def on_step(step: str) -> None:
+                bar.update(task, description=_STEP_LABELS.get(step, step), completed=STEPS.index(step))
+
+            report = run_maintenance(conn, settings, dry_run=dry_run, progress=on_step)
+            bar.update(task, completed=len(STEPS))
+    if as_json:
+        emit_json(report.to_json())
+        return
+    from rich.table import Table
+
+    verb = "would be" if dry_run else "were"
+    title = f"Maintenance of {settings.user}'s memories"
+    table = Table(title=title + (" (dry run: nothing changed)" if dry_run else ""))
+    table.add_column("step")
+    table.add_column("memories", justify="right")
+    table.add_column("what happened" if not dry_run else "what would happen")
+    kept = len(report.consolidated)
+    table.add_row("expire", str(report.expired), f"{verb} archived (expired)")
+    table.add_row(
+        "consolidate",
+        str(report.merged),
+        f"{verb} merged into {kept} other {'memory' if kept == 1 else 'memories'} (near duplicates)",
+    )
+    table.add_row(
+        "prune",
+        str(report.pruned),
+        f"{verb} deleted (archived over {settings.archive_grace_days:g} days ago)",
+    )
+    console.print(table)
+    for group in report.consolidated[:_SHOWN_GROUPS]:
+        merged = ", ".join(short_id(m) for m in group.merged)
+        console.print(f"kept {short_id(group.kept)}  ←  {merged}", markup=False)
+    if len(report.consolidated) > _SHOWN_GROUPS:
+        console.print(f"… and {len(report.consolidated) - _SHOWN_GROUPS} more (see --json)", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(maintain)

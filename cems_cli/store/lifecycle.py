@@ -1,0 +1,284 @@
+"""SQL for lifecycle maintenance: near-duplicate pairs (HNSW), merging, expiry, pruning, the run record.
+
+Everything here works on one user's own memories (personal and those they shared) and never changes a pinned
+memory. The orchestration (which memory survives a merge, one transaction per step) is cems_cli/maintain.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+# Two-key advisory locks live apart from the one-key lock of migrations; the second key is the user's hash.
+LIFECYCLE_LOCK = 0x43454D4C  # "CEML"
+
+# Captured `context` memories: written by the capture triggers, not by a person (cems_cli/capture/).
+CONTEXT_SOURCES = ("session", "observer")
+
+# The search of near duplicates: each memory's nearest neighbours of the same owner, scope and team. A near
+# duplicate is among the very nearest, so a small beam finds it; iterative scans keep the search going past
+# other users' vectors (pgvector >= 0.8).
+PAIR_NEIGHBOURS = 8
+PAIR_EF_SEARCH = 40
+PAIR_BATCH = 2000  # memories probed per statement
+
+# What may take part in a merge: live, neither a rule (it carries a structured spec the PreToolUse hook
+# enforces) nor embedded with a context (its vector mixes in the surrounding text, so two neighbouring turns
+# of a conversation look alike although they say different things).
+_MERGEABLE = (
+    "{a}.user_id = %(user)s AND NOT {a}.archived AND ({a}.expires_at IS NULL OR {a}.expires_at > now()) "
+    "AND {a}.category <> 'rules' AND {a}.context IS NULL"
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A memory taking part in a merge, with what deciding and merging need."""
+
+    id: str
+    pinned: bool
+    priority: float
+    access_count: int
+    last_accessed: datetime | None
+    created_at: datetime
+    expires_at: datetime | None
+    title: str | None
+    tags: list[str]
+    source: str | None
+    source_ref: str | None
+    merged_from: list[dict[str, Any]]
+    chunks: int
+
+    @property
+    def recency(self) -> datetime:
+        """When it was last used or, never used, recorded."""
+        return max(self.created_at, self.last_accessed or self.created_at)
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "source": self.source,
+            "source_ref": self.source_ref,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+def take_lock(conn: psycopg.Connection, user: str, *, wait: bool) -> bool:
+    """Serialise maintenance of one user until the current transaction ends: a second `cems maintain` (or the
+    observer's) waits, then finds the merges already done. With `wait` false, False when it is held."""
+    if wait:
+        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LIFECYCLE_LOCK, user))
+        return True
+    row = conn.execute(
+        "SELECT pg_try_advisory_xact_lock(%s, hashtext(%s))", (LIFECYCLE_LOCK, user)
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def near_duplicate_pairs(
+    conn: psycopg.Connection, user: str, threshold: float, neighbours: int = PAIR_NEIGHBOURS
+) -> list[tuple[str, str, float]]:
+    """(a, b, cosine) of the user's live mergeable memories whose first chunks are at least `threshold`
+    alike, same scope and team, each pair once (a < b). Call inside a transaction (the SET LOCALs).
+
+    One HNSW probe per memory, driven from the unpinned ones only (two pinned memories are never merged);
+    the vectors never leave the server."""
+    probes = [
+        row[0]
+        for row in conn.execute(
+            f"SELECT d.id FROM memory_documents d WHERE {_MERGEABLE.format(a='d')} AND NOT d.pinned",
+            {"user": user},
+        ).fetchall()
+    ]
+    conn.execute(f"SET LOCAL hnsw.ef_search = {int(max(PAIR_EF_SEARCH, neighbours))}")
+    conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    # The other plan for "nearest first" is an exact distance to every chunk and a sort, per probe: n² work
+    # that the planner may think cheap on a small or freshly loaded store. Without sorting, HNSW is the plan.
+    conn.execute("SET LOCAL enable_sort = off")
+    rows: list[tuple[Any, Any, float]] = []
+    for start in range(0, len(probes), PAIR_BATCH):  # no one statement runs long (shared servers time out)
+        rows += conn.execute(
+            "WITH mine AS MATERIALIZED ("
+            "  SELECT d.id, d.scope, coalesce(d.team_id, '') AS team, c.embedding "
+            "  FROM memory_documents d JOIN memory_chunks c ON c.document_id = d.id AND c.chunk_index = 0 "
+            "  WHERE d.id = ANY(%(probes)s::uuid[])) "
+            "SELECT m.id, n.document_id, n.similarity FROM mine m CROSS JOIN LATERAL ("
+            "  SELECT c.document_id, 1 - (c.embedding <=> m.embedding) AS similarity FROM memory_chunks c "
+            "  WHERE c.chunk_index = 0 AND c.document_id <> m.id "
+            # A scalar subquery, not a join: it stays a primary-key lookup per chunk the index yields, where
+            # a join would be planned as a scan of all the owner's memories for every probe.
+            f" AND coalesce((SELECT {_MERGEABLE.format(a='o')} AND o.scope = m.scope"
+            "    AND coalesce(o.team_id, '') = m.team FROM memory_documents o WHERE o.id = c.document_id),"
+            "    false) "
+            "  ORDER BY c.embedding <=> m.embedding LIMIT %(neighbours)s"
+            ") n WHERE n.similarity >= %(threshold)s",
+            {"user": user, "threshold": threshold, "neighbours": neighbours,
+             "probes": probes[start : start + PAIR_BATCH]},
+        ).fetchall()
+    conn.execute("SET LOCAL enable_sort = on")  # the rest of the transaction sorts as usual
+    pairs: dict[tuple[str, str], float] = {}
+    for first, second, similarity in rows:
+        a, b = sorted((str(first), str(second)))
+        pairs[(a, b)] = max(pairs.get((a, b), 0.0), float(similarity))
+    return [(a, b, similarity) for (a, b), similarity in sorted(pairs.items())]
+
+
+def aligned_similarity(
+    conn: psycopg.Connection, pairs: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], float]:
+    """For memories of several chunks: the lowest cosine between chunks at the same place. Two long
+    memories are near duplicates only when every part is, not just their openings."""
+    if not pairs:
+        return {}
+    rows = conn.execute(
+        "SELECT p.a, p.b, min(1 - (x.embedding <=> y.embedding)) "
+        "FROM unnest(%s::uuid[], %s::uuid[]) AS p(a, b) "
+        "JOIN memory_chunks x ON x.document_id = p.a "
+        "JOIN memory_chunks y ON y.document_id = p.b AND y.chunk_index = x.chunk_index "
+        "GROUP BY p.a, p.b",
+        ([a for a, _ in pairs], [b for _, b in pairs]),
+    ).fetchall()
+    return {(str(r[0]), str(r[1])): float(r[2]) for r in rows}
+
+
+def candidates(
+    conn: psycopg.Connection, user: str, ids: Sequence[str], *, lock: bool
+) -> dict[str, Candidate]:
+    """The given memories that are still live and mergeable. With `lock`, their rows are locked until the
+    transaction ends (in id order, so two lockers never deadlock on each other), and what is returned is
+    what was committed last: a memory pinned, forgotten or changed since the pairs were found is seen so."""
+    if not ids:
+        return {}
+    # FOR UPDATE re-evaluates the filter on the latest committed version of a row that changed meanwhile.
+    rows = conn.execute(
+        "SELECT d.id, d.pinned, d.priority, d.access_count, d.last_accessed, d.created_at, d.expires_at, "
+        "d.title, d.tags, d.source, d.source_ref, d.merged_from, "
+        "(SELECT count(*) FROM memory_chunks c WHERE c.document_id = d.id) "
+        f"FROM memory_documents d WHERE d.id = ANY(%(ids)s::uuid[]) AND {_MERGEABLE.format(a='d')} "
+        "ORDER BY d.id" + (" FOR UPDATE OF d" if lock else ""),
+        {"ids": sorted(set(ids)), "user": user},
+    ).fetchall()
+    return {
+        str(r[0]): Candidate(
+            id=str(r[0]),
+            pinned=bool(r[1]),
+            priority=float(r[2]),
+            access_count=int(r[3]),
+            last_accessed=r[4],
+            created_at=r[5],
+            expires_at=r[6],
+            title=r[7],
+            tags=list(r[8] or []),
+            source=r[9],
+            source_ref=r[10],
+            merged_from=list(r[11] or []),
+            chunks=int(r[12]),
+        )
+        for r in rows
+    }
+
+
+def merge(conn: psycopg.Connection, kept: Candidate, merged: Sequence[Candidate]) -> None:
+    """Fold `merged` into `kept` and archive them, pointing at it. The survivor keeps its content and
+    category; it takes the higher priority, the union of tags, the sum of accesses, the later expiry (none
+    if either has none), a title or provenance it lacked, and records every merged memory's provenance (and
+    what had been merged into those) in merged_from. A pinned survivor is left exactly as it is."""
+    if not merged:
+        return
+    if not kept.pinned:
+        tags = list(kept.tags)
+        for other in merged:
+            tags += [tag for tag in other.tags if tag not in tags]
+        everyone = [kept, *merged]
+        expiries = [m.expires_at for m in everyone]
+        accessed = [m.last_accessed for m in everyone if m.last_accessed is not None]
+        first_ref = next((m for m in merged if m.source_ref is not None), None)
+        history = list(kept.merged_from)
+        for other in merged:
+            history += [other.provenance(), *other.merged_from]
+        conn.execute(
+            "UPDATE memory_documents SET priority = %s, tags = %s, access_count = %s, last_accessed = %s, "
+            "expires_at = %s, title = coalesce(title, %s), source = coalesce(source, %s), "
+            "source_ref = coalesce(source_ref, %s), merged_from = %s, updated_at = now() WHERE id = %s",
+            (
+                max(m.priority for m in everyone),
+                tags,
+                sum(m.access_count for m in everyone),
+                max(accessed) if accessed else None,
+                None if any(e is None for e in expiries) else max(e for e in expiries if e is not None),
+                next((m.title for m in merged if m.title), None),
+                next((m.source for m in merged if m.source), None),
+                first_ref.source_ref if first_ref else None,
+                Jsonb(history),
+                kept.id,
+            ),
+        )
+    conn.execute(
+        "UPDATE memory_documents SET archived = true, merged_into = %s, updated_at = now() "
+        "WHERE id = ANY(%s::uuid[]) AND NOT archived AND NOT pinned",
+        (kept.id, [m.id for m in merged]),
+    )
+
+
+# A captured context memory's last sign of use: recorded, rewritten as its session went on, or recalled.
+_ACTIVITY = "greatest(d.created_at, d.updated_at, d.last_accessed)"
+_CAPTURED_CONTEXT = "(d.category = 'context' AND d.source = ANY(%(sources)s))"
+_TTL_END = f"{_ACTIVITY} + %(ttl_days)s * interval '1 day'"
+_EXPIRED = (
+    "d.user_id = %(user)s AND NOT d.archived AND NOT d.pinned "
+    f"AND (d.expires_at <= now() OR ({_CAPTURED_CONTEXT} AND {_TTL_END} <= now()))"
+)
+
+
+def expire(
+    conn: psycopg.Connection, user: str, context_ttl_days: float, *, dry_run: bool
+) -> list[tuple[str, str]]:
+    """Archive (or, dry, find) the user's unpinned memories past their expires_at, and captured context
+    memories unused for `context_ttl_days`; those get the expires_at they reached. (id, category) each."""
+    params = {"user": user, "sources": list(CONTEXT_SOURCES), "ttl_days": context_ttl_days}
+    if dry_run:
+        rows = conn.execute(f"SELECT d.id, d.category FROM memory_documents d WHERE {_EXPIRED}", params)
+    else:
+        rows = conn.execute(
+            "UPDATE memory_documents d SET archived = true, updated_at = now(), expires_at = CASE "
+            f" WHEN {_CAPTURED_CONTEXT} THEN least(coalesce(d.expires_at, 'infinity'), {_TTL_END}) "
+            " ELSE d.expires_at END "
+            f"WHERE {_EXPIRED} RETURNING d.id, d.category",
+            params,
+        )
+    return [(str(r[0]), r[1]) for r in rows.fetchall()]
+
+
+def prune(conn: psycopg.Connection, user: str, grace_days: float, *, dry_run: bool) -> int:
+    """Delete for good (or, dry, count) the user's unpinned memories archived more than `grace_days` ago;
+    their chunks (and a rule's spec) go with them (ON DELETE CASCADE)."""
+    where = (
+        "user_id = %(user)s AND archived AND NOT pinned "
+        "AND archived_at <= now() - %(grace_days)s * interval '1 day'"
+    )
+    params = {"user": user, "grace_days": grace_days}
+    if dry_run:
+        row = conn.execute(f"SELECT count(*) FROM memory_documents WHERE {where}", params).fetchone()
+        return int(row[0]) if row else 0
+    return len(conn.execute(f"DELETE FROM memory_documents WHERE {where} RETURNING id", params).fetchall())
+
+
+def record_run(conn: psycopg.Connection, user: str, report: dict[str, Any]) -> None:
+    conn.execute(
+        "INSERT INTO maintenance_runs (user_id, last_run_at, report) VALUES (%s, now(), %s) "
+        "ON CONFLICT (user_id) DO UPDATE SET last_run_at = now(), report = excluded.report",
+        (user, Jsonb(report)),
+    )
+
+
+def seconds_since_last_run(conn: psycopg.Connection, user: str) -> float | None:
+    """By the database's clock (several processes, maybe several machines, share the record)."""
+    row = conn.execute(
+        "SELECT extract(epoch FROM now() - last_run_at) FROM maintenance_runs WHERE user_id = %s", (user,)
+    ).fetchone()
+    return float(row[0]) if row else None
