@@ -1,18 +1,23 @@
 """Import and export of memories as JSONL: the bulk form of `remember`, and its lossless inverse.
 
 One line is one memory:
-    {"content": "...", "category": "decisions", "tags": ["db"], "scope": "personal",
-     "source_ref": "project:acme/api", "created_at": "2024-05-01T12:00:00+00:00", "title": null,
-     "source": "manual", "pinned": false, "pin_reason": null, "pin_category": null, "expires_at": null,
-     "context": null}
+    {"content": "...", "category": "decisions", "scope": "personal", "team": null, "tags": ["db"],
+     "title": null, "source": "manual", "source_ref": "project:acme/api", "pinned": false,
+     "pin_reason": null, "pin_category": null, "created_at": "2024-05-01T12:00:00+00:00",
+     "expires_at": null, "context": null}
 Only `content` is required. An export also writes `id`, which import ignores (memories get new ids).
 
+`team` is the team a shared memory is shared with (null for personal ones, where any other value is an
+error). A shared line without one joins the default team: `cems import --team`, else CEMS_TEAM; with neither,
+the import stops at that line. The line's team is where the importer's shared copy goes, as
+`cems share --team` would put it; the owner is always the importing user (`user_id` and `team_id`, written
+by `cems list --json`, are ignored).
+
 Round trip (export → import as another user or into another home → export) preserves: content, category,
-scope, tags, title, source, source_ref, pinned, pin_reason, pin_category, created_at, expires_at and context
-(the text that situates a memory: indexed with it, never shown as its content). Not
-preserved: ids, access statistics (access_count, last_accessed, priority), updated_at (set to created_at),
-and the team of shared memories (they join the importer's CEMS_TEAM). Archived memories and rules are not
-exported (rules carry a structured spec: move them with `cems rule`).
+scope, team, tags, title, source, source_ref, pinned, pin_reason, pin_category, created_at, expires_at and
+context (the text that situates a memory: indexed with it, never shown as its content). Not preserved: ids,
+access statistics (access_count, last_accessed, priority) and updated_at (set to created_at). Archived
+memories and rules are not exported (rules carry a structured spec: move them with `cems rule`).
 
 Import is all or nothing: every line is validated first (the first bad line is reported by number and nothing
 is stored), duplicates of live memories are skipped by content hash in one query, texts are chunked like
@@ -32,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cems_cli.models import MemoryScope, parse_choice
 from cems_cli.service import UserError
 from cems_cli.store import bulk as store
 from cems_cli.store.records import MemoryRecord, NewMemory
@@ -45,17 +51,28 @@ if TYPE_CHECKING:
 EMBED_BATCH = 256
 _WRITE_ATTEMPTS = 3
 
-EXPORT_FIELDS = ("content", "category", "scope", "tags", "title", "source", "source_ref", "pinned",
+EXPORT_FIELDS = ("content", "category", "scope", "team", "tags", "title", "source", "source_ref", "pinned",
                  "pin_reason", "pin_category", "created_at", "expires_at", "context")
 # Written by exports of this or other versions, or by `cems list --json`; accepted and not used.
 _IGNORED_FIELDS = frozenset({"id", "user_id", "team_id", "priority", "access_count", "last_accessed",
                              "archived", "updated_at"})
-_STRING_FIELDS = ("category", "scope", "source_ref", "title", "source", "pin_reason", "pin_category",
+_STRING_FIELDS = ("category", "scope", "team", "source_ref", "title", "source", "pin_reason", "pin_category",
                   "context")
 DEFAULT_SOURCE = "import"
+# A team is a name, not a text: long enough for any real one, short enough that a hostile file cannot make
+# the team column (indexed, shown in messages) carry a document.
+TEAM_MAX_LENGTH = 200
 
 Progress = Callable[[int, int], None]
 Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class ImportLine:
+    """One parsed import line: the memory, and for a shared one the team it joins."""
+
+    memory: NewMemory
+    team: str | None = None
 
 
 @dataclass
@@ -67,6 +84,7 @@ class ImportReport:
     ids: list[str] = field(default_factory=list)  # the memory id of each input memory, in input order
     seconds: float = 0.0
     embed_seconds: float = 0.0
+    teams: dict[str, int] = field(default_factory=dict)  # shared memories created, by team
 
     @property
     def per_second(self) -> float:
@@ -74,15 +92,18 @@ class ImportReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"total": self.total, "imported": self.created, "duplicates": self.duplicates,
-                "chunks": self.chunks, "seconds": round(self.seconds, 3),
-                "per_second": round(self.per_second, 1)}
+                "chunks": self.chunks, "teams": dict(sorted(self.teams.items())),
+                "seconds": round(self.seconds, 3), "per_second": round(self.per_second, 1)}
 
 
 # Parsing ----------------------------------------------------------------------------------------------------
 
-def parse_jsonl(lines: Iterable[bytes | str], service: MemoryService) -> list[NewMemory]:
-    """Validate every line (blank lines skipped); UserError naming the first bad line's number."""
-    memories: list[NewMemory] = []
+def parse_jsonl(lines: Iterable[bytes | str], service: MemoryService, *,
+                default_team: str | None = None) -> list[ImportLine]:
+    """Validate every line (blank lines skipped); UserError naming the first bad line's number.
+    `default_team` (else CEMS_TEAM) is the team of shared lines that name none."""
+    parsed: list[ImportLine] = []
+    preparers: dict[str | None, MemoryService] = {}
     for number, raw in enumerate(lines, start=1):
         try:
             text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
@@ -91,10 +112,11 @@ def parse_jsonl(lines: Iterable[bytes | str], service: MemoryService) -> list[Ne
         if not text.strip():
             continue
         try:
-            memories.append(parse_record(_load_object(text), service))
+            parsed.append(parse_line(_load_object(text), service, default_team=default_team,
+                                     preparers=preparers))
         except UserError as error:
             raise UserError(f"line {number}: {error}") from None
-    return memories
+    return parsed
 
 
 def _load_object(text: str) -> dict[str, Any]:
@@ -108,7 +130,16 @@ def _load_object(text: str) -> dict[str, Any]:
 
 
 def parse_record(data: dict[str, Any], service: MemoryService) -> NewMemory:
-    """One import record → a prepared memory (the same cleaning, redaction and checks as `remember`)."""
+    """One import record → a prepared memory (the same cleaning, redaction and checks as `remember`).
+    A shared record's team is not part of a NewMemory: `import_memories` puts it in CEMS_TEAM; use
+    `parse_line` to keep it."""
+    return parse_line(data, service).memory
+
+
+def parse_line(data: dict[str, Any], service: MemoryService, *, default_team: str | None = None,
+               preparers: dict[str | None, MemoryService] | None = None) -> ImportLine:
+    """One import record → its prepared memory and, when shared, its team (the line's, else `default_team`,
+    else CEMS_TEAM). `preparers` caches the per-team services that prepare shared memories."""
     unknown = sorted(set(data) - set(EXPORT_FIELDS) - _IGNORED_FIELDS)
     if unknown:
         raise UserError(f"unknown field {unknown[0]!r}")
@@ -127,13 +158,42 @@ def parse_record(data: dict[str, Any], service: MemoryService) -> NewMemory:
     category = data.get("category") or "general"
     if category.strip().lower() == "rules":
         raise UserError("rules are not imported as memories: use `cems rule import`")
-    return service.prepare(
-        content, category=category, scope=data.get("scope") or "personal", tags=tags, title=data.get("title"),
+    try:
+        scope = parse_choice(MemoryScope, data.get("scope") or "personal", "scope").value
+    except ValueError as error:
+        raise UserError(str(error)) from None
+    team = _team(data.get("team"), scope)
+    preparer = service
+    if team is None and scope == "shared":
+        team = default_team or service.settings.team
+    if team is not None and team != service.settings.team:
+        # `prepare` checks shared memories against the service's team: prepare this one as its team's.
+        cache = preparers if preparers is not None else {}
+        if team not in cache:
+            cache[team] = service.for_identity(service.settings.user, team, service.settings.project)
+        preparer = cache[team]
+    memory = preparer.prepare(
+        content, category=category, scope=scope, tags=tags, title=data.get("title"),
         project=data.get("source_ref"), source=data.get("source", DEFAULT_SOURCE), pin=pinned,
         pin_reason=data.get("pin_reason"), pin_category=data.get("pin_category"),
         created_at=parse_timestamp(data.get("created_at"), "created_at"),
         expires_at=parse_timestamp(data.get("expires_at"), "expires_at"), context=data.get("context"),
     )
+    return ImportLine(memory, team if memory.scope == "shared" else None)
+
+
+def _team(value: str | None, scope: str) -> str | None:
+    """A line's own team, checked: a name (no control characters, not too long), and only on shared lines,
+    so no line can make a personal memory look like a team's."""
+    if value is None or not value.strip():
+        return None  # blank: no team named, as for CEMS_TEAM
+    if scope != "shared":
+        raise UserError("'team' is only for shared memories (this one is personal)")
+    if len(value) > TEAM_MAX_LENGTH:
+        raise UserError(f"'team' is longer than {TEAM_MAX_LENGTH} characters")
+    if any(not character.isprintable() for character in value):
+        raise UserError("'team' contains control characters")
+    return value
 
 
 def parse_timestamp(value: Any, name: str) -> datetime | None:
@@ -151,19 +211,21 @@ def parse_timestamp(value: Any, name: str) -> datetime | None:
 
 # Importing --------------------------------------------------------------------------------------------------
 
-def import_memories(service: MemoryService, memories: Sequence[NewMemory], *,
+def import_memories(service: MemoryService, memories: Sequence[NewMemory | ImportLine], *,
                     progress: Progress | None = None, embed: Embed | None = None) -> ImportReport:
     """Store prepared memories: dedup, chunk, embed in batches, COPY in one transaction.
 
+    A shared memory joins its ImportLine's team; a bare NewMemory's joins CEMS_TEAM.
     `embed` replaces the service's embedder (benchmarks use it to feed precomputed vectors).
     """
     from cems_cli.text.chunking import chunk_text, index_text
 
     started = time.perf_counter()
     report = ImportReport(total=len(memories))
-    user, team = service.settings.user, service.settings.team
+    user, default_team = service.settings.user, service.settings.team
+    lines = [(m.memory, m.team) if isinstance(m, ImportLine) else (m, default_team) for m in memories]
     rows = [store.DocumentRow(uuid.uuid4(), m, content_hash(m.content, m.context),
-                              team if m.scope == "shared" else None) for m in memories]
+                              team if m.scope == "shared" else None) for m, team in lines]
     known = store.existing_ids(service.conn, user, [r.content_hash for r in rows])
     fresh = _first_new(rows, known)
     chunk_texts = [(row, chunk_text(row.memory.content)) for row in fresh]
@@ -180,6 +242,9 @@ def import_memories(service: MemoryService, memories: Sequence[NewMemory], *,
     report.ids = [ids[row.key] for row in rows]
     stored = {row.id for row in fresh if written.get(row.key) == str(row.id)}
     report.created = len(stored)
+    for row in fresh:
+        if row.id in stored and row.team_id is not None:
+            report.teams[row.team_id] = report.teams.get(row.team_id, 0) + 1
     report.duplicates = report.total - report.created
     report.chunks = sum(1 for c in chunks if c.document_id in stored)
     report.seconds = time.perf_counter() - started
@@ -248,6 +313,9 @@ def record_to_json(record: MemoryRecord) -> dict[str, Any]:
     """The export form of a stored memory: the import fields, then its id (informational)."""
     data: dict[str, Any] = {}
     for name in EXPORT_FIELDS:
+        if name == "team":  # stored as team_id; only a shared memory has one
+            data[name] = record.team_id if record.scope == "shared" else None
+            continue
         value = getattr(record, name)
         data[name] = value.astimezone(UTC).isoformat() if isinstance(value, datetime) else value
     data["id"] = record.id

@@ -289,21 +289,58 @@ class MemoryService:
 
     # Changing -------------------------------------------------------------------------------------
     def forget(self, id_or_prefix: str, purge: bool = False) -> str:
+        return self.forget_many([id_or_prefix], purge=purge)[0]
+
+    def forget_many(self, ids_or_prefixes: Sequence[str], purge: bool = False) -> list[str]:
+        """Forget (archive, or with `purge` delete) several memories in one transaction: all of them, or none
+        when any id is unknown or not yours. Returns their full ids, in the order given, without repeats."""
         from cems_cli.store import memories
 
-        memory_id = self.resolve(id_or_prefix)
-        record = memories.get_memory(self.conn, self.identity, memory_id)
-        done = (memories.purge_memory if purge else memories.archive_memory)(
-            self.conn, self.identity, memory_id
-        )
-        if not done:
-            raise UserError(f"memory {id_or_prefix!r} is not yours to forget, or already forgotten")
-        if record is not None and record.category == "rules":
+        if not ids_or_prefixes:
+            raise UserError("no memory id given")
+        resolved = memories.resolve_ids(self.conn, self.identity, ids_or_prefixes)
+        unknown = list(dict.fromkeys(given for given in ids_or_prefixes if resolved[given] is None))
+        if unknown:
+            names = ", ".join(repr(given) for given in unknown)
+            several = len(ids_or_prefixes) > 1
+            raise UserError(f"no memory with id {names}" + ("; nothing was forgotten" if several else ""))
+        # The first spelling of an id the user typed names it in messages (a prefix, not the full id).
+        labels: dict[str, str] = {}
+        for given in ids_or_prefixes:
+            labels.setdefault(resolved[given] or given, given)
+        return self.forget_ids(list(labels), purge=purge, labels=labels)
+
+    def forgettable(self, *, tag: str | None = None, source: str | None = None) -> list[str]:
+        """Ids of your own live memories with this tag and/or source: what `forget --tag/--source` forgets."""
+        from cems_cli.store import memories
+
+        if tag is None and source is None:
+            raise UserError("select memories with --tag or --source")
+        return memories.owned_live_ids(self.conn, self.identity, tag=tag, source=source)
+
+    def forget_ids(
+        self, memory_ids: Sequence[str], *, purge: bool = False, labels: dict[str, str] | None = None
+    ) -> list[str]:
+        """Forget these full ids in one transaction, rolled back unless every one of them was yours and live
+        (or, for a purge, still there)."""
+        from cems_cli.store import memories
+
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return []
+        with self.conn.transaction():
+            done = memories.forget_memories(self.conn, self.identity, ids, purge=purge)
+            refused = [memory_id for memory_id in ids if memory_id not in done]
+            if refused:  # raising inside the transaction rolls back what the statement already changed
+                name = (labels or {}).get(refused[0], refused[0])
+                several = "; nothing was forgotten" if len(ids) > 1 else ""
+                raise UserError(f"memory {name!r} is not yours to forget, or already forgotten{several}")
+        if "rules" in done.values():
             # A forgotten rule must stop blocking at once: the hook reads only the snapshot.
             from cems_cli.rules.refresh import write_rules_snapshot
 
             write_rules_snapshot(self.conn, self.identity, self.settings.home)
-        return memory_id
+        return ids
 
     def pin(
         self,

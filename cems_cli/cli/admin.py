@@ -68,9 +68,8 @@ def db_stop(as_json: bool = JsonOption) -> None:
     """Stop the embedded server."""
     from cems_cli.config import get_settings
     from cems_cli.paths import pgdata_path
-    from cems_cli.store.server import stop_server
-
     from cems_cli.server.daemon import stop_server as stop_search_server
+    from cems_cli.store.server import stop_server
 
     settings = get_settings()
     if settings.database_url:

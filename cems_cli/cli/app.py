@@ -7,6 +7,7 @@ import sys
 import typer
 
 from cems_cli.cli import admin, evaluation, hooks, maintain, memory, observer, rules, transfer
+from cems_cli.cli.common import use_tidy_help
 
 app = typer.Typer(
     name="cems",
@@ -15,8 +16,33 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(requested: bool) -> None:
+    if requested:
+        from cems_cli.cli.common import cems_version
+
+        sys.stdout.write(f"cems {cems_version()}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        "-V",
+        callback=_print_version,
+        is_eager=True,  # answered before any command is looked up or run
+        help="Print the version and exit.",
+    ),
+) -> None:
+    """CEMS: long-term memory and guard rails for AI coding agents."""
+
+
 for group in (memory, rules, transfer, admin, maintain, hooks, observer, evaluation):
     group.register(app)
+use_tidy_help(app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -10,6 +10,8 @@ from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+from typer.models import DefaultPlaceholder
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -34,6 +36,30 @@ def emit_json(payload: Any) -> None:
 
 def short_id(memory_id: str) -> str:
     return memory_id[:8]
+
+
+def confirm(question: str) -> bool:
+    """Ask on the terminal; only y/yes agrees. The question goes to stderr and the answer is read from
+    stdin, so stdout stays clean (typer.confirm echoes part of its prompt to stdout, breaking --json)."""
+    err_console.print(f"{question} [y/N] ", end="", markup=False)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def stdin_is_terminal() -> bool:
+    isatty = getattr(sys.stdin, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def cems_version() -> str:
+    """The installed distribution's version; the package's own when running from a source tree."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cems")
+    except PackageNotFoundError:
+        from cems_cli import __version__
+
+        return __version__
 
 
 @contextlib.contextmanager
@@ -65,3 +91,62 @@ def describe_error(error: BaseException) -> tuple[str, int] | None:
     if isinstance(error, (StoreError, ServerError, EmbeddingError)):
         return str(error), 1
     return None
+
+
+# Help formatting ------------------------------------------------------------------------------------------
+# Typer 0.26+ (which vendors click) prints every option's type in the rich help, flags included, so each flag
+# read `--purge <bool>` although it takes no value; it writes required arguments in the usage line as
+# `{memory_id}` and a variadic one's type as `<list[str]>`. The commands and groups of this app tidy their
+# parameters whenever help, usage or the parser reads them: a flag gets an empty metavar (nothing follows
+# it), an argument the upper-case name click used to show (`MEMORY_ID`, `ID...`), which error messages then
+# name too, and the usage line and type column of `TidyArgument`.
+
+
+class TidyArgument(TyperArgument):
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        name = (self.metavar or (self.name or "arg").upper()).removesuffix("...")
+        piece = name if self.required else f"[{name}]"
+        return [piece + ("..." if self.nargs != 1 else "")]
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        shown = super().display_type_rich(ctx)
+        # `ID...` already says there may be several: show the element type, not the Python list type.
+        if shown and self.nargs != 1 and shown.startswith("<list[") and shown.endswith("]>"):
+            return "<" + shown[len("<list[") : -len("]>")] + ">"
+        return shown
+
+
+def _tidy(params: list[Any]) -> list[Any]:
+    for param in params:
+        if isinstance(param, TyperOption):
+            if param.is_flag and param.metavar is None:
+                param.metavar = ""
+        elif isinstance(param, TyperArgument):
+            if param.metavar is None:
+                param.metavar = (param.name or "arg").upper() + ("..." if param.nargs != 1 else "")
+            if type(param) is TyperArgument:
+                param.__class__ = TidyArgument  # same state, two display methods replaced
+    return params
+
+
+class CemsCommand(TyperCommand):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _tidy(super().get_params(ctx))
+
+
+class CemsGroup(TyperGroup):
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _tidy(super().get_params(ctx))
+
+
+def use_tidy_help(app: typer.Typer) -> None:
+    """Make every command and group of `app` (sub-apps included) a CemsCommand / CemsGroup, unless it
+    chose its own class; called once the app is assembled, so command modules need not know about it."""
+    if app.info.cls in (None, TyperGroup) or isinstance(app.info.cls, DefaultPlaceholder):
+        app.info.cls = CemsGroup
+    for command in app.registered_commands:
+        if command.cls in (None, TyperCommand):  # typer fills in TyperCommand when none is given
+            command.cls = CemsCommand
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            use_tidy_help(group.typer_instance)

@@ -7,7 +7,16 @@ from typing import Any
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, fail, service, short_id
+from cems_cli.cli.common import (
+    JsonOption,
+    confirm,
+    console,
+    emit_json,
+    fail,
+    service,
+    short_id,
+    stdin_is_terminal,
+)
 
 CATEGORY_HELP = "preferences, decisions, patterns, context, learnings, general or rules"
 
@@ -171,17 +180,80 @@ def show(
 
 
 def forget(
-    memory_id: str = typer.Argument(..., help="Memory id (or a unique prefix)."),
+    memory_ids: list[str] | None = typer.Argument(
+        None,
+        metavar="ID...",
+        help="Memory ids (or unique prefixes): all of them are forgotten, or none if one is unknown.",
+        show_default=False,
+    ),
+    tag: str | None = typer.Option(None, "--tag", help="Forget your live memories with this tag."),
+    source: str | None = typer.Option(
+        None,
+        "--source",
+        help="Forget your live memories from this source, as stored: manual, import, session, observer, "
+        "tool, …",
+    ),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Forget what --tag/--source selects without asking."),
     purge: bool = typer.Option(False, "--purge", help="Delete for good instead of archiving."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Forget a memory (archived: excluded from search; --purge deletes it)."""
+    """Forget memories: archived (excluded from search) or, with --purge, deleted.
+
+    Give ids, or select your own live memories with --tag and/or --source: the count is shown, then confirmed.
+    --yes skips the question; without a terminal to ask on, it is required.
+    """
+    ids = [memory_id for memory_id in memory_ids or [] if memory_id.strip()]
+    tag = tag.strip() if tag is not None else None
+    source = source.strip() if source is not None else None
+    if tag == "" or source == "":
+        fail("--tag and --source need a value")
+    selecting = tag is not None or source is not None
+    if ids and selecting:
+        fail("give memory ids or --tag/--source, not both")
+    if not ids and not selecting:
+        fail("give at least one memory id, or --tag/--source to select memories")
     with service() as svc:
-        forgotten = svc.forget(memory_id, purge=purge)
+        if ids:
+            forgotten = svc.forget_many(ids, purge=purge)
+        else:
+            selected = svc.forgettable(tag=tag, source=source)
+            if selected and not yes:
+                _confirm_forget(len(selected), _selection(tag, source), purge)
+            forgotten = svc.forget_ids(selected, purge=purge)
     if as_json:
-        emit_json({"id": forgotten, "archived": not purge, "purged": purge})
+        payload: dict[str, Any] = {"forgotten": forgotten, "archived": not purge, "purged": purge}
+        if len(ids) == 1:  # the single-id form's field, which scripts written for it read
+            payload = {"id": forgotten[0], **payload}
+        emit_json(payload)
+        return
+    verb = "Purged" if purge else "Forgot"
+    if len(ids) == 1:
+        console.print(f"{verb} {forgotten[0]}")
+    elif not ids and not forgotten:
+        console.print(f"No memories {_selection(tag, source)}.")
     else:
-        console.print(f"{'Purged' if purge else 'Forgot'} {forgotten}")
+        console.print(f"{verb} {_count(len(forgotten))}.")
+
+
+def _count(n: int) -> str:
+    return f"{n:,} memory" if n == 1 else f"{n:,} memories"
+
+
+def _selection(tag: str | None, source: str | None) -> str:
+    parts = ([f"tagged {tag!r}"] if tag is not None else []) + (
+        [f"from source {source!r}"] if source is not None else []
+    )
+    return " and ".join(parts)
+
+
+def _confirm_forget(count: int, selection: str, purge: bool) -> None:
+    """Filters can select far more than the user expects: show the count and ask, or refuse without a
+    terminal (a script must say --yes)."""
+    action = "purge (delete for good)" if purge else "forget"
+    if not stdin_is_terminal():
+        fail(f"this would {action} {_count(count)} {selection}: pass --yes to confirm (no terminal to ask)")
+    if not confirm(f"{action.capitalize()} {_count(count)} {selection}?"):
+        fail("nothing was forgotten", 1)
 
 
 def pin(

@@ -13,15 +13,24 @@ from cems_cli.cli.common import JsonOption, console, emit_json, fail, service
 
 def import_(
     file: str = typer.Argument(..., help="A JSONL file, one memory per line, or - to read stdin."),
+    team: str | None = typer.Option(
+        None,
+        "--team",
+        help="Team of shared lines that name none (default CEMS_TEAM); a line's own team wins.",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Import memories from JSONL (all or nothing; texts already remembered are skipped)."""
+    """Import memories from JSONL (all or nothing; texts already remembered are skipped).
+
+    Shared memories keep the team their line names (as `cems export` writes it).
+    """
     from cems_cli.bulk import import_memories, parse_jsonl
     from cems_cli.cli.progress import progress_bar
 
+    team = (team.strip() or None) if team is not None else None
     lines = _read_lines(file)
     with service() as svc:
-        memories = parse_jsonl(lines, svc)
+        memories = parse_jsonl(lines, svc, default_team=team)
         with progress_bar("embedding", disabled=as_json) as progress:
             report = import_memories(svc, memories, progress=progress)
     if as_json:
@@ -30,6 +39,8 @@ def import_(
     skipped = f" ({report.duplicates:,} already remembered)" if report.duplicates else ""
     console.print(f"Imported {report.created:,} memories{skipped} in {report.seconds:.1f} s "
                   f"({report.per_second:,.0f} memories/s)")
+    for name, count in sorted(report.teams.items()):
+        console.print(f"  {count:,} shared with team {name}", markup=False)
 
 
 def _read_lines(file: str) -> list[bytes]:
@@ -48,11 +59,19 @@ def _read_lines(file: str) -> list[bytes]:
 
 def export(
     out: Path = typer.Option(None, "--out", "-o", help="Write to this file instead of stdout."),
-    as_json: bool = JsonOption,
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON summary (needs --out: to stdout, the export itself is JSONL)."
+    ),
 ) -> None:
-    """Export your memories as JSONL (stdout by default); `cems import` reads it back."""
+    """Export your memories as JSONL (stdout by default); `cems import` reads it back.
+
+    To stdout the export is JSONL by design, one JSON document per memory, so --json needs --out.
+    """
     from cems_cli.bulk import export_lines
 
+    if as_json and out is None:
+        # stdout already carries one document per memory: a summary document there would break the JSONL.
+        fail("--json needs --out FILE: to stdout, export writes JSONL (one JSON document per memory)")
     with service() as svc:
         if out is None:
             for line in export_lines(svc):

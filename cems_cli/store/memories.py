@@ -204,22 +204,89 @@ def list_memories(
     return [MemoryRecord.from_row(r) for r in rows]
 
 
-def archive_memory(conn: psycopg.Connection, identity: Identity, memory_id: str) -> bool:
-    """Soft delete; only the owner may forget a memory."""
-    row = conn.execute(
-        "UPDATE memory_documents SET archived = true, updated_at = now() "
-        "WHERE id::text = %s AND user_id = %s AND NOT archived RETURNING id",
-        (memory_id, identity.user),
-    ).fetchone()
-    return row is not None
+def resolve_ids(
+    conn: psycopg.Connection, identity: Identity, prefixes: Sequence[str]
+) -> dict[str, str | None]:
+    """Each given id or unique prefix → the full id it names, None when it names no memory you can see (or
+    several). Full ids are looked up by primary key, the prefixes together in one scan: forgetting many
+    memories costs two queries, not one scan per id."""
+    cleaned = {given: given.strip().lower() for given in prefixes}
+    full: set[str] = set()
+    partial: set[str] = set()
+    for value in cleaned.values():
+        if len(value) < 4 or any(c not in "0123456789abcdef-" for c in value):
+            continue
+        (full if len(value) == 36 and _is_uuid(value) else partial).add(value)
+    vis, params = visibility_clause(identity)
+    found: list[str] = []
+    if full:
+        found += [str(r[0]) for r in conn.execute(
+            f"SELECT d.id FROM memory_documents d WHERE d.id = ANY(%(ids)s::uuid[]) AND {vis}",
+            {**params, "ids": sorted(full)},
+        ).fetchall()]
+    if partial:
+        found += [str(r[0]) for r in conn.execute(
+            f"SELECT d.id FROM memory_documents d WHERE d.id::text LIKE ANY(%(patterns)s) AND {vis}",
+            {**params, "patterns": [p + "%" for p in sorted(partial)]},
+        ).fetchall()]
+    resolved: dict[str, str | None] = {}
+    for given, value in cleaned.items():
+        matches = {memory_id for memory_id in found if memory_id.startswith(value)} if value else set()
+        resolved[given] = matches.pop() if len(matches) == 1 else None
+    return resolved
 
 
-def purge_memory(conn: psycopg.Connection, identity: Identity, memory_id: str) -> bool:
-    row = conn.execute(
-        "DELETE FROM memory_documents WHERE id::text = %s AND user_id = %s RETURNING id",
-        (memory_id, identity.user),
-    ).fetchone()
-    return row is not None
+def _is_uuid(value: str) -> bool:
+    import uuid
+
+    try:
+        return str(uuid.UUID(value)) == value
+    except ValueError:
+        return False
+
+
+def forget_memories(
+    conn: psycopg.Connection, identity: Identity, memory_ids: Sequence[str], *, purge: bool
+) -> dict[str, str]:
+    """Archive (soft delete) or, with `purge`, delete the owner's memories among `memory_ids`, in one
+    statement; returns id → category of those forgotten. Only the owner may forget a memory; an archived
+    one can still be purged. All-or-nothing is the caller's: run it in a transaction and roll back when an
+    id is missing from the result."""
+    if not memory_ids:
+        return {}
+    args = (list(memory_ids), identity.user)
+    if purge:
+        cursor = conn.execute(
+            "DELETE FROM memory_documents WHERE id = ANY(%s::uuid[]) AND user_id = %s RETURNING id, category",
+            args,
+        )
+    else:
+        cursor = conn.execute(
+            "UPDATE memory_documents SET archived = true, updated_at = now() "
+            "WHERE id = ANY(%s::uuid[]) AND user_id = %s AND NOT archived RETURNING id, category",
+            args,
+        )
+    return {str(r[0]): r[1] for r in cursor.fetchall()}
+
+
+def owned_live_ids(
+    conn: psycopg.Connection, identity: Identity, *, tag: str | None = None, source: str | None = None
+) -> list[str]:
+    """The owner's live memories (personal and those they shared) with this tag and/or this source, oldest
+    first: what `cems forget --tag/--source` selects."""
+    where = ["d.user_id = %(user)s", live_clause()]
+    params: dict[str, Any] = {"user": identity.user}
+    if tag is not None:
+        where.append("%(tag)s = ANY(d.tags)")
+        params["tag"] = tag
+    if source is not None:
+        where.append("d.source = %(source)s")
+        params["source"] = source
+    rows = conn.execute(
+        f"SELECT d.id FROM memory_documents d WHERE {' AND '.join(where)} ORDER BY d.created_at, d.seq",
+        params,
+    ).fetchall()
+    return [str(r[0]) for r in rows]
 
 
 def pin_memory(

@@ -44,7 +44,8 @@ def test_round_trip_is_lossless(cli, tmp_path):
     result = cli("import", str(source), "--json", extra_env=team)
     assert result.code == 0, result.stderr
     assert result.json() | {"seconds": 0, "per_second": 0} == {
-        "total": 5, "imported": 5, "duplicates": 0, "chunks": 5, "seconds": 0, "per_second": 0}
+        "total": 5, "imported": 5, "duplicates": 0, "chunks": 5, "teams": {team["CEMS_TEAM"]: 1},
+        "seconds": 0, "per_second": 0}
 
     first = _export(cli)
     by_content = {r["content"]: r for r in first}
@@ -53,6 +54,8 @@ def test_round_trip_is_lossless(cli, tmp_path):
     assert pinned["created_at"] == "2024-03-02T08:00:00+00:00"  # the same instant, written in UTC
     assert by_content["We chose PostgreSQL with pgvector to keep one store."]["tags"] == ["db", "infra"]
     assert by_content["Use four spaces, never tabs."]["scope"] == "shared"
+    assert by_content["Use four spaces, never tabs."]["team"] == team["CEMS_TEAM"]
+    assert {r["team"] for r in first if r["scope"] == "personal"} == {None}
     assert by_content["A memory with nothing but content."]["source"] == "import"
     reset = by_content["The staging database resets every night."]
     assert reset["expires_at"] == "2099-01-01T00:00:00+00:00"
@@ -63,7 +66,7 @@ def test_round_trip_is_lossless(cli, tmp_path):
     written = cli("export", "--out", str(dump), "--json")
     assert written.json() == {"exported": 5, "path": str(dump)}
 
-    # Into a fresh memory space: another user (and team).
+    # Into a fresh memory space: another user (and team): the shared memory keeps its own team.
     other = {"CEMS_USER": f"user-{uuid.uuid4().hex[:10]}", "CEMS_TEAM": f"team-{uuid.uuid4().hex[:6]}"}
     assert cli("import", str(dump), "--json", extra_env=other).json()["imported"] == 5
     second = _export(cli)
@@ -95,6 +98,11 @@ def test_imported_memories_are_searchable(cli):
         ('{"content": "x", "pinned": "yes"}', "line 3: 'pinned' must be true or false"),
         ('{"content": "x", "scope": "shared"}', "line 3: shared memories need a team"),
         ('{"content": "x", "category": "rules"}', "line 3: rules are not imported"),
+        ('{"content": "x", "scope": "shared", "team": 7}', "line 3: 'team' must be a string or null"),
+        ('{"content": "x", "team": "platform"}', "line 3: 'team' is only for shared memories"),
+        ('{"content": "x", "scope": "shared", "team": "a\\u001b[2Jb"}', "line 3: 'team' contains control"),
+        ('{"content": "x", "scope": "shared", "team": "%s"}' % ("t" * 201), "line 3: 'team' is longer than"),
+        ('{"content": "x", "scope": "gossip", "team": "t"}', "line 3: unknown scope 'gossip'"),
     ],
 )
 def test_a_bad_line_stores_nothing(cli, tmp_path, bad_line, message):
@@ -191,3 +199,95 @@ def test_bulk_write_rebuilds_the_search_indexes_it_dropped(env):
             "SELECT count(*) FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
             "WHERE d.user_id = %s AND c.search_vector @@ to_tsquery('english', 'bulk')", (svc.settings.user,))
         assert lexical.fetchone()[0] == 3
+
+
+def _lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_shared_memories_keep_their_team_through_export_and_import(cli, env, tmp_path):
+    """`cems share --team` without CEMS_TEAM, export, then import (after a purge, or as another user): each
+    shared memory comes back in its own team, and a teammate finds it."""
+    suffix = uuid.uuid4().hex[:6]
+    platform, infra = f"platform-{suffix}", f"infra-{suffix}"
+    me = {"CEMS_USER": env["CEMS_USER"]}  # no CEMS_TEAM anywhere (extra_env stays set for later calls)
+    text = "The payroll service retries three times."
+    personal = cli("remember", text, "--json", extra_env=me).json()["id"]
+    assert cli("share", personal, "--team", platform, "--json").json()["team"] == platform
+    assert cli("share", "Infra rotates the TLS certificates monthly.", "--team", infra).code == 0
+    dump = tmp_path / "memories.jsonl"
+    assert cli("export", "--out", str(dump), "--json").json() == {"exported": 3, "path": str(dump)}
+    exported = _lines(dump)
+    assert sorted((r["scope"], r["team"]) for r in exported) == [
+        ("personal", None), ("shared", infra), ("shared", platform)]
+
+    ids = [r["id"] for r in exported]
+    assert cli("forget", *ids, "--purge").code == 0
+    assert cli("export").stdout == ""
+    restored = cli("import", str(dump), "--json")
+    assert restored.code == 0, restored.stderr
+    assert restored.json()["imported"] == 3 and restored.json()["teams"] == {infra: 1, platform: 1}
+    again = tmp_path / "again.jsonl"
+    assert cli("export", "--out", str(again)).code == 0
+    assert again.read_text() != dump.read_text()  # new ids …
+    assert _without_ids(_lines(again)) == _without_ids(exported)  # … and nothing else changed
+
+    other = {"CEMS_USER": f"user-{uuid.uuid4().hex[:10]}"}
+    plain = cli("import", str(dump), extra_env=other)
+    assert plain.code == 0, plain.stderr
+    assert f"1 shared with team {platform}" in plain.stdout and f"1 shared with team {infra}" in plain.stdout
+    assert _without_ids(_export(cli)) == _without_ids(exported)
+
+    teammate = {"CEMS_USER": f"user-{uuid.uuid4().hex[:10]}", "CEMS_TEAM": platform}
+    shared = cli("list", "--scope", "shared", "--json", extra_env=teammate).json()["memories"]
+    assert sorted((m["content"], m["user_id"]) for m in shared) == sorted(
+        [(text, env["CEMS_USER"]), (text, other["CEMS_USER"])])
+    found = cli("search", "payroll retries", "--json").json()["results"]
+    assert found[0]["content"] == text
+
+
+def test_import_team_option_is_the_default_for_lines_without_one(cli, env):
+    rows = [{"content": "Shared without a team.", "scope": "shared"},
+            {"content": "Shared with its own team.", "scope": "shared", "team": "own"},
+            {"content": "Shared with a blank team.", "scope": "shared", "team": "  "},
+            {"content": "Personal."}]
+    without = cli("import", "-", stdin=_jsonl(rows))
+    assert without.code == 2 and "line 1: shared memories need a team" in without.stderr
+
+    report = cli("import", "-", "--team", "given", "--json", stdin=_jsonl(rows),
+                 extra_env={"CEMS_TEAM": "configured"}).json()
+    assert report["imported"] == 4 and report["teams"] == {"given": 2, "own": 1}
+    teams = {r["content"]: r["team"] for r in _export(cli)}
+    assert teams == {"Shared without a team.": "given", "Shared with its own team.": "own",
+                     "Shared with a blank team.": "given", "Personal.": None}
+    # Without --team, CEMS_TEAM is the default; the same texts in another team are other memories.
+    report = cli("import", "-", "--json", stdin=_jsonl(rows[:1])).json()
+    assert report["imported"] == 1 and report["teams"] == {"configured": 1}
+    again = cli("import", "-", "--team", "given", "--json", stdin=_jsonl(rows)).json()
+    assert (again["imported"], again["duplicates"], again["teams"]) == (0, 4, {})
+
+
+def test_a_file_cannot_choose_the_owner_or_the_state(cli, env):
+    victim = {"CEMS_USER": f"user-{uuid.uuid4().hex[:10]}"}
+    target = cli("remember", "The victim's own memory.", "--json", extra_env=victim).json()["id"]
+    me = {"CEMS_USER": env["CEMS_USER"]}
+    rows = [{"content": "Planted memory.", "user_id": victim["CEMS_USER"], "team_id": "their-team",
+             "id": target, "archived": True, "access_count": 99, "priority": 2.0}]
+    report = cli("import", "-", "--json", stdin=_jsonl(rows), extra_env=me).json()
+    assert report["imported"] == 1 and report["teams"] == {}
+    [mine] = cli("list", "--json").json()["memories"]
+    assert (mine["content"], mine["user_id"], mine["team_id"], mine["scope"]) == (
+        "Planted memory.", env["CEMS_USER"], None, "personal")
+    assert mine["id"] != target
+    assert (mine["archived"], mine["access_count"], mine["priority"]) == (False, 0, 1.0)
+    theirs = cli("list", "--json", extra_env=victim).json()["memories"]
+    assert [m["content"] for m in theirs] == ["The victim's own memory."]
+
+
+def test_export_json_needs_a_file(cli, tmp_path):
+    cli("remember", "Exported as JSONL.", "--json")
+    result = cli("export", "--json")
+    assert result.code == 2 and result.stdout == ""
+    assert "--json needs --out" in result.stderr and result.stderr.strip().count("\n") == 0
+    jsonl = cli("export")
+    assert [json.loads(line)["content"] for line in jsonl.stdout.splitlines()] == ["Exported as JSONL."]

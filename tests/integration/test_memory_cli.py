@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import json
+import sys
+
 import pytest
 
 MEMORIES = {
@@ -108,7 +112,12 @@ def test_search_tracks_access_and_priority(cli):
 
 def test_forget_archives_and_purge_deletes(cli):
     ids = _remember_all(cli)
-    assert cli("forget", ids["pg"], "--json").json() == {"id": ids["pg"], "archived": True, "purged": False}
+    assert cli("forget", ids["pg"], "--json").json() == {
+        "id": ids["pg"],
+        "forgotten": [ids["pg"]],
+        "archived": True,
+        "purged": False,
+    }
     results = cli("search", "why did we pick postgres?", "--json", "--limit", "10").json()["results"]
     assert ids["pg"] not in [r["id"] for r in results]
     assert cli("show", ids["pg"], "--json").json()["archived"] is True
@@ -227,3 +236,139 @@ def test_context_is_searchable_but_not_content(cli):
     top = cli("search", "how long has she been married?", "--json").json()["results"][0]
     assert top["id"] == answer["id"]
     assert top["content"] == "Five years already, time flies!"
+
+
+# forget: several ids, filters, confirmation ----------------------------------------------------------------
+
+
+def _live_ids(cli, extra_env: dict[str, str] | None = None) -> set[str]:
+    listed = cli("list", "--json", "--limit", "500", extra_env=extra_env).json()["memories"]
+    return {m["id"] for m in listed}
+
+
+def _one_line_error(result) -> None:
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ") and result.stderr.strip().count("\n") == 0, result.stderr
+
+
+def test_forget_takes_several_ids_in_one_call(cli):
+    ids = _remember_all(cli)
+    chosen = [ids["py"], ids["pg"][:8], ids["ci"], ids["py"]]  # a prefix, and one id given twice
+    result = cli("forget", *chosen, "--json")
+    assert result.code == 0, result.stderr
+    assert result.json() == {
+        "forgotten": [ids["py"], ids["pg"], ids["ci"]],
+        "archived": True,
+        "purged": False,
+    }
+    assert _live_ids(cli) == {ids["test"], ids["redis"], ids["tabs"]}
+    plain = cli("forget", ids["test"], ids["redis"], "--purge")
+    assert plain.code == 0 and plain.stdout.strip() == "Purged 2 memories."
+    assert cli("show", ids["test"]).code == 2  # purged: gone for good
+    assert cli("show", ids["py"], "--json").json()["archived"] is True  # archived: still there
+    # A purge also reaches memories already archived.
+    assert cli("forget", ids["py"], "--purge", "--json").json()["purged"] is True
+    assert cli("show", ids["py"]).code == 2
+
+
+def test_forget_with_an_unknown_or_foreign_id_forgets_nothing(cli, env):
+    ids = _remember_all(cli)
+    unknown = cli("forget", ids["py"], "deadbeef", ids["pg"], "nothex!")
+    assert unknown.code == 2
+    _one_line_error(unknown)
+    assert "no memory with id 'deadbeef', 'nothex!'; nothing was forgotten" in unknown.stderr
+    # A memory you can see but do not own (a teammate's shared one): the statement already archived yours
+    # when it finds out, and the transaction takes that back. (extra_env stays set for later calls.)
+    team = f"team-{env['CEMS_USER']}"  # its own: other tests share with "platform" in the same database
+    me = {"CEMS_USER": env["CEMS_USER"], "CEMS_TEAM": team}
+    bob = {"CEMS_USER": env["CEMS_USER"] + "-bob", "CEMS_TEAM": team}
+    theirs = cli("share", "Bob's note: the build cache lives in S3.", "--json", extra_env=bob).json()["id"]
+    foreign = cli("forget", ids["py"], theirs, ids["pg"], extra_env=me)
+    assert foreign.code == 2
+    _one_line_error(foreign)
+    assert "is not yours to forget" in foreign.stderr and "nothing was forgotten" in foreign.stderr
+    assert _live_ids(cli) == set(ids.values()) | {theirs}  # theirs: shared with my team, so listed too
+
+
+def test_forget_needs_ids_or_a_filter_but_not_both(cli):
+    memory_id = cli("remember", "Kept because the command was wrong.", "--json").json()["id"]
+    for args in ((), ("--json",), (memory_id, "--tag", "x"), ("--tag", "  ")):
+        result = cli("forget", *args)
+        assert result.code == 2, args
+        _one_line_error(result)
+    assert _live_ids(cli) == {memory_id}
+
+
+def _tagged_memories(cli, env) -> dict[str, str]:
+    ids = {
+        "demo1": cli("remember", "Demo memory about the release train.", "--tags", "demo", "--json"),
+        "demo2": cli("remember", "Demo memory about code review.", "--tags", "demo,review", "--json"),
+        "review": cli("remember", "Reviews need two approvals.", "--tags", "review", "--json"),
+        "plain": cli("remember", "A memory without tags.", "--json"),
+    }
+    ids = {key: result.json()["id"] for key, result in ids.items()}
+    rows = [{"content": "Imported demo memory.", "tags": ["demo"]}, {"content": "Imported plain memory."}]
+    stdin = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    assert cli("import", "-", "--json", stdin=stdin).json()["imported"] == 2
+    by_content = {m["content"]: m["id"] for m in cli("list", "--json").json()["memories"]}
+    ids["imported_demo"] = by_content["Imported demo memory."]
+    ids["imported_plain"] = by_content["Imported plain memory."]
+    return ids
+
+
+def test_forget_by_tag_or_source_asks_first_and_refuses_without_a_terminal(cli, env):
+    ids = _tagged_memories(cli, env)
+    # Another user's memories with the same tag and source are never selected. (extra_env stays set.)
+    me, other = {"CEMS_USER": env["CEMS_USER"]}, {"CEMS_USER": env["CEMS_USER"] + "-other"}
+    theirs = cli("remember", "Someone else's demo memory.", "--tags", "demo", "--json", extra_env=other)
+    theirs_id = theirs.json()["id"]
+
+    refused = cli("forget", "--tag", "demo", extra_env=me)  # stdin is not a terminal here
+    assert refused.code == 2
+    _one_line_error(refused)
+    assert "would forget 3 memories tagged 'demo'" in refused.stderr and "--yes" in refused.stderr
+    assert len(_live_ids(cli)) == 6
+
+    result = cli("forget", "--tag", "demo", "--yes", "--json")
+    assert result.code == 0, result.stderr
+    forgotten = result.json()
+    assert sorted(forgotten["forgotten"]) == sorted([ids["demo1"], ids["demo2"], ids["imported_demo"]])
+    assert forgotten["archived"] is True and forgotten["purged"] is False and "id" not in forgotten
+    assert _live_ids(cli) == {ids["review"], ids["plain"], ids["imported_plain"]}
+    assert theirs_id in _live_ids(cli, extra_env=other)
+
+    by_source = cli("forget", "--source", "import", "-y", "--purge", "--json", extra_env=me).json()
+    assert by_source == {"forgotten": [ids["imported_plain"]], "archived": False, "purged": True}
+    both = cli("forget", "--tag", "review", "--source", "manual", "-y")
+    assert both.code == 0 and both.stdout.strip() == "Forgot 1 memory."
+    assert _live_ids(cli) == {ids["plain"]}
+
+    nothing = cli("forget", "--tag", "no-such-tag")
+    assert nothing.code == 0 and nothing.stdout.strip() == "No memories tagged 'no-such-tag'."
+    assert cli("forget", "--tag", "no-such-tag", "--json").json() == {
+        "forgotten": [],
+        "archived": True,
+        "purged": False,
+    }
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_forget_by_filter_on_a_terminal_confirms(cli, env, monkeypatch):
+    ids = _tagged_memories(cli, env)
+    monkeypatch.setattr(sys, "stdin", _Terminal("n\n"))
+    declined = cli("forget", "--tag", "demo", "--json")
+    assert declined.code == 1 and declined.stdout == ""
+    assert "Forget 3 memories tagged 'demo'? [y/N]" in declined.stderr
+    assert "nothing was forgotten" in declined.stderr
+    assert len(_live_ids(cli)) == 6
+
+    monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))
+    accepted = cli("forget", "--tag", "demo", "--purge", "--json")
+    assert accepted.code == 0, accepted.stderr
+    assert "Purge (delete for good) 3 memories tagged 'demo'?" in accepted.stderr
+    assert len(accepted.json()["forgotten"]) == 3  # stdout holds the one JSON document, nothing else
+    assert ids["demo1"] not in _live_ids(cli)
