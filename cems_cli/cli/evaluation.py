@@ -1,4 +1,5 @@
-"""`cems eval`: retrieval quality on a benchmark (generic folder or LoCoMo); the difference of two runs."""
+"""`cems eval`: retrieval quality on a benchmark (generic folder or LoCoMo), the capture-and-recall loop on
+Claude Code sessions (`--sessions`); the difference of two runs."""
 
 from __future__ import annotations
 
@@ -16,7 +17,11 @@ from cems_cli.cli.common import JsonOption, console, emit_json, fail
 def eval_(
     bench: Path = typer.Option(None, "--bench", help="A benchmark folder: corpus/questions/qrels.jsonl."),
     locomo: Path = typer.Option(None, "--locomo", help="LoCoMo's official locomo10.json."),
+    sessions: Path = typer.Option(None, "--sessions", help="A session set: Claude Code transcripts and the "
+                                  "questions of a later session (bench/sessions/README.md)."),
     compare: tuple[Path, Path] = typer.Option(None, "--compare", help="Two results files: print B − A."),
+    trigger: str = typer.Option(None, "--trigger", help="--sessions only: capture through both (default), "
+                                "hooks (Stop/PostToolUse and the worker) or observer."),
     mode: str = typer.Option(None, "--mode", help="vector, hybrid or auto (default CEMS_SEARCH_MODE)."),
     limit_questions: int = typer.Option(None, "--limit-questions", help="Only the first N scored questions."),
     out: Path = typer.Option(None, "--out", "-o", help="Write the results JSON here."),
@@ -26,13 +31,19 @@ def eval_(
     as_json: bool = JsonOption,
 ) -> None:
     """Measure retrieval on a benchmark in a throwaway data folder (your memories are never touched)."""
-    if sum(1 for given in (bench, locomo, compare) if given) != 1:
-        fail("give exactly one of --bench DIR, --locomo FILE or --compare A.json B.json")
+    if sum(1 for given in (bench, locomo, sessions, compare) if given) != 1:
+        fail("give exactly one of --bench DIR, --locomo FILE, --sessions DIR or --compare A.json B.json")
+    if trigger is not None and not sessions:
+        fail("--trigger applies to --sessions only")
     if compare:
         _compare(compare, as_json)
         return
     if limit_questions is not None and limit_questions < 1:
         fail("--limit-questions must be at least 1")
+    if sessions:
+        _sessions(sessions, trigger=trigger, mode=mode, limit_questions=limit_questions, out=out,
+                  details=details, as_of=as_of, as_json=as_json)
+        return
     moment = _moment(as_of) if as_of is not None else None
     from cems_cli.config import get_settings
     from cems_cli.evaluation.datasets import DatasetError, load_bench_dir, load_locomo
@@ -69,6 +80,49 @@ def eval_(
                   + (f"; results in {out}" if out else ""))
 
 
+def _sessions(folder: Path, *, trigger: str | None, mode: str | None, limit_questions: int | None,
+              out: Path | None, details: Path | None, as_of: str | None, as_json: bool) -> None:
+    """Capture a session set through the real triggers, ask its questions through the prompt hook."""
+    if as_of is not None:
+        fail("--as-of does not apply to --sessions: the prompt hook asks at the current time")
+    from cems_cli.config import get_settings
+    from cems_cli.evaluation.datasets import DatasetError
+    from cems_cli.evaluation.runner import MODES
+    from cems_cli.evaluation.sessions import TRIGGERS, run_sessions
+    from cems_cli.evaluation.sessions_data import load_session_set
+    from cems_cli.evaluation.sessions_report import render_sessions
+
+    trigger = (trigger or "both").strip().lower()
+    if trigger not in TRIGGERS:
+        fail(f"unknown trigger {trigger!r} (expected one of: {', '.join(TRIGGERS)})")
+    settings = get_settings()
+    mode = (mode or settings.search_mode).strip().lower()
+    if mode not in MODES:
+        fail(f"unknown mode {mode!r} (expected one of: {', '.join(MODES)})")
+    try:
+        dataset = load_session_set(folder)
+    except DatasetError as error:
+        fail(str(error))
+    if not dataset.questions:
+        fail(f"{folder} has no question: nothing to ask")
+    from cems_cli.cli.progress import progress_bar
+
+    run = run_sessions(dataset, settings, trigger=trigger, mode=mode, limit_questions=limit_questions,
+                       source=str(folder), progress=lambda label: progress_bar(label, disabled=as_json))
+    if out:
+        _write(out, json.dumps(run.result, indent=2, ensure_ascii=False) + "\n")
+    if details:
+        _write(details, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in run.details))
+    if as_json:
+        emit_json(run.result)
+        return
+    render_sessions(run.result, console)
+    config = run.result["config"]
+    console.print(f"captured {config['sessions']} sessions in {config['ingest_seconds']:.1f} s; "
+                  f"{config['questions']} questions in {config['query_seconds']:.1f} s"
+                  + (f"; results in {out}" if out else ""))
+
+
 def _moment(text: str) -> datetime:
     """--as-of: a date (midnight UTC) or an ISO timestamp (UTC when it names no zone)."""
     try:
@@ -80,14 +134,23 @@ def _moment(text: str) -> datetime:
 
 def _compare(paths: tuple[Path, Path], as_json: bool) -> None:
     from cems_cli.evaluation.report import compare_rows, render_compare
+    from cems_cli.evaluation.sessions_report import (
+        compare_session_rows,
+        is_sessions_result,
+        render_session_compare,
+    )
 
     a, b = (_read_result(p) for p in paths)
-    rows = compare_rows(a, b)
+    sessions = [is_sessions_result(r) for r in (a, b)]
+    if any(sessions) and not all(sessions):
+        fail("cannot compare a --sessions result with a retrieval benchmark result")
+    rows = compare_session_rows(a, b) if all(sessions) else compare_rows(a, b)
     if as_json:
         emit_json({"a": str(paths[0]), "b": str(paths[1]),
                    "rows": [{**asdict(r), "delta": r.delta} for r in rows]})
         return
-    render_compare(rows, console, (paths[0].name, paths[1].name))
+    render = render_session_compare if all(sessions) else render_compare
+    render(rows, console, (paths[0].name, paths[1].name))
 
 
 def _read_result(path: Path) -> dict[str, Any]:
