@@ -43,6 +43,8 @@ class SearchRequest:
     # Hooks pass their own: a tight token budget and a floor below which nothing is worth injecting.
     token_budget: int | None = None
     min_score: float | None = None
+    # And a floor relative to the best result: what scores below this share of it is more likely noise.
+    min_relative: float | None = None
     # The moment the question is asked: time decay, time cues and "yesterday" count from it. None is the
     # current time; a fixed moment makes a search reproducible (`cems eval --as-of`).
     now: datetime | None = None
@@ -150,10 +152,18 @@ def run_search(service: MemoryService, request: SearchRequest) -> list[SearchRes
     trace.lap("rerank")
 
     # 8. Relevance filter and semantic dedup.
-    from cems_cli.retrieval.filtering import filter_by_threshold, has_evidence, semantic_dedup
+    from cems_cli.retrieval.filtering import (
+        FOREIGN_QUERY_MIN_SIMILARITY,
+        filter_by_threshold,
+        has_evidence,
+        semantic_dedup,
+    )
 
     kept = filter_by_threshold(fused, settings.relevance_threshold)
-    kept = [c for c in kept if has_evidence(c, settings.min_similarity)]
+    min_similarity = settings.min_similarity
+    if mode != "vector" and not lexical_cache.get(request.query):
+        min_similarity = max(min_similarity, FOREIGN_QUERY_MIN_SIMILARITY)
+    kept = [c for c in kept if has_evidence(c, min_similarity)]
     # Near-duplicates can only crowd the results that will be shown: compare the head, keep the rest.
     head = kept[: max(request.limit * DEDUP_WINDOW_FACTOR, 10)]
     _attach_embeddings(conn, head)
@@ -179,6 +189,9 @@ def run_search(service: MemoryService, request: SearchRequest) -> list[SearchRes
     )
     if request.min_score is not None:
         adjusted = [c for c in adjusted if c.score >= request.min_score]
+    if request.min_relative and adjusted:
+        floor = request.min_relative * max(c.score for c in adjusted)
+        adjusted = [c for c in adjusted if c.score >= floor]
     trace.lap("filter_adjust")
 
     # 10. Assembly within the token budget (MMR across sessions for aggregation questions).

@@ -62,7 +62,6 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                 "text": build_profile(svc, request.get("project"), int(request.get("token_budget") or 2000))
             }
         from cems_cli.retrieval.pipeline import SearchRequest, run_search
-        from cems_cli.store.memories import record_access
 
         search = SearchRequest(
             query=str(request.get("query", "")),
@@ -74,10 +73,12 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             mode=str(request.get("mode") or "hybrid"),
             token_budget=int(request.get("token_budget") or 1000),
             min_score=float(request.get("min_score") or 0.0),
+            min_relative=float(request.get("min_relative") or 0.0),
         )
+        # Recall on every prompt is not an access: counting it raised the priority of whatever was injected,
+        # so a memory that matched loosely once was injected ever more often (on the capture benchmark the
+        # session records reached priority 2.0 and topped unrelated questions). Explicit searches count.
         results = run_search(svc, search)
-        if results:
-            record_access(svc.conn, [r.id for r in results])
         return {"results": [r.to_json() for r in results]}
 
 

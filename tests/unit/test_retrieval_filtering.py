@@ -59,3 +59,19 @@ def test_semantic_dedup_degenerate_inputs():
     zero_and_mismatch = [cand("A", 0.5, [0.0, 0.0]), cand("B", 0.4, [1.0, 0.0]),
                          cand("C", 0.3, [1.0, 0.0, 0.0])]
     assert ids(semantic_dedup(zero_and_mismatch)) == ["A-c0", "B-c0", "C-c0"]
+
+
+def test_a_candidate_needs_a_shared_word_or_a_close_enough_meaning():
+    from datetime import UTC, datetime
+
+    from cems_cli.retrieval.filtering import DEFAULT_MIN_SIMILARITY, has_evidence
+    from cems_cli.retrieval.types import Candidate
+
+    def cand(lexical: float, cosine: float) -> Candidate:
+        return Candidate(document_id="d", chunk_id="c", chunk_index=0, content="x", category="general",
+                         created_at=datetime.now(UTC), lexical_score=lexical, vector_score=cosine)
+
+    assert has_evidence(cand(0.01, 0.0))  # any shared word is evidence
+    assert has_evidence(cand(0.0, DEFAULT_MIN_SIMILARITY))
+    assert not has_evidence(cand(0.0, DEFAULT_MIN_SIMILARITY - 0.01))
+    assert not has_evidence(cand(0.0, 0.25), min_similarity=0.3)
