@@ -200,7 +200,19 @@ def _running_state(home: Path, pid: int | None) -> dict[str, object] | None:
         state = json.loads((home / STATE_FILE).read_text())
     except (OSError, ValueError):
         return None
-    return state if isinstance(state, dict) and state.get("pid") == pid else None
+    if not isinstance(state, dict) or state.get("pid") != pid:
+        return None
+    roots = state.get("roots")
+    # Written by another version, or damaged: what this shell's settings say is the best answer left.
+    if not (isinstance(roots, list) and all(isinstance(r, str) for r in roots)):
+        return None
+    idle = state.get("idle_seconds")
+    return {
+        "roots": roots,
+        "idle_seconds": float(idle) if isinstance(idle, (int, float)) else None,
+        "llm": state.get("llm"),
+        "started_at": state.get("started_at"),
+    }
 
 
 def _watch(
@@ -346,7 +358,7 @@ def status(settings: Settings, observer_settings: ObserverSettings) -> dict[str,
 
     pid = holder(settings.home)
     running = _running_state(settings.home, pid)
-    if running is not None:
+    if running is not None and running["idle_seconds"] is not None:
         observer_settings = observer_settings.model_copy(
             update={"observer_idle_seconds": running["idle_seconds"]}
         )
@@ -361,7 +373,7 @@ def status(settings: Settings, observer_settings: ObserverSettings) -> dict[str,
             # Report on what the daemon watches; this shell's CEMS_OBSERVER_PATHS may differ.
             observer.roots = [Path(root) for root in running["roots"]]
         details = observer.status()
-    if running is not None:
+    if running is not None and isinstance(running["llm"], bool):
         details["llm"] = running["llm"]
     return {
         "running": pid is not None,

@@ -52,7 +52,8 @@ def _run_in(home: Path) -> dict[str, Any]:
     get_settings.cache_clear()
     try:
         with using_home(home):
-            settings = get_settings()
+            # Its own embedded server even when CEMS_DATABASE_URL names the user's real database.
+            settings = get_settings().model_copy(update={"database_url": None})
             try:
                 with MemoryService(settings) as svc:
                     project = settings.current_project()

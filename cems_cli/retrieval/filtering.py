@@ -22,9 +22,9 @@ def filter_by_threshold(
 # puts unrelated text at cosine ~0.0-0.1 and a paraphrase of the answer well above 0.2. Without this floor
 # "xyzzy plugh frobnicate" returned the five least unrelated memories.
 DEFAULT_MIN_SIMILARITY = 0.15
-# When no word of the query occurs in any memory the asker can see, the query is foreign to the store and
-# MiniLM's cosine drifts higher on such strings ("xyzzy plugh frobnicate" is 0.23 from "I prefer ruff over
-# flake8"): only a memory clearly close in meaning counts then.
+# When the original query's lexical search finds nothing (no word of it in any memory the search can see),
+# the query is foreign to the store and MiniLM's cosine drifts higher on such strings ("xyzzy plugh
+# frobnicate" is 0.23 from "I prefer ruff over flake8"): only a memory clearly close in meaning counts then.
 FOREIGN_QUERY_MIN_SIMILARITY = 0.3
 
 

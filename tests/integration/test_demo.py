@@ -13,7 +13,8 @@ from tests.conftest import cems_subprocess
 def test_the_demo_runs_twice_in_its_own_store_and_leaves_the_users_store_alone(tmp_path):
     home = tmp_path / "home"
     env = {"CEMS_HOME": str(home), "CEMS_USER": "newcomer"}
-    first = cems_subprocess(["demo", "--json"], env)
+    # Even a user whose memories live on a server: the demo never writes there (nothing listens on port 1).
+    first = cems_subprocess(["demo", "--json"], {**env, "CEMS_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/x"})
     assert first.returncode == 0, first.stderr.decode()
     report = json.loads(first.stdout)
     assert report["home"] == str(home / "demo")

@@ -146,3 +146,16 @@ def test_each_run_resumes_where_the_last_one_stopped(svc, observer_env, tmp_path
     # Duplicates are only the data's own repeats (a pattern seen in several turns), never a turn twice.
     assert sum(r["duplicates"] for r in reports) == len(one_pass(path, unique=False)) - len(one_pass(path))
     assert stored(svc) == one_pass(path)
+
+
+def test_status_ignores_a_state_file_it_cannot_read(tmp_path):
+    from cems_cli.capture.observer_daemon import STATE_FILE, _running_state
+
+    me = os.getpid()
+    for text in ("not json", "[]", json.dumps({"pid": me}), json.dumps({"pid": me, "roots": "/x"})):
+        (tmp_path / STATE_FILE).write_text(text)
+        assert _running_state(tmp_path, me) is None
+    (tmp_path / STATE_FILE).write_text(json.dumps({"pid": me, "roots": ["/x"]}))
+    expected = {"roots": ["/x"], "idle_seconds": None, "llm": None, "started_at": None}
+    assert _running_state(tmp_path, me) == expected
+    assert _running_state(tmp_path, me + 1) is None  # written by another process
