@@ -6,9 +6,11 @@ and then finds the work done (no memory merged twice), and a crash leaves each s
 Pinned memories are never archived, merged away, changed or deleted by any step.
 
 - Expiry: memories past their expires_at are archived (search, list and the profile already hide them),
-  and so are captured session `context` memories neither updated nor recalled for CEMS_CONTEXT_TTL_DAYS.
-- Consolidation: two live memories of one owner, scope and team whose embeddings are at least
-  SIMILARITY_THRESHOLD alike become one (store/lifecycle.merge); the other is archived, pointing at it.
+  and so are captured session `context` memories neither updated, found by a search nor injected by prompt
+  recall for CEMS_CONTEXT_TTL_DAYS.
+- Consolidation: two live memories of one owner, scope, team, category and project whose embeddings are at
+  least SIMILARITY_THRESHOLD alike become one (store/lifecycle.merge); the other is archived, pointing at
+  it. The user's own text survives a captured copy of it.
 - Pruning: memories archived more than CEMS_ARCHIVE_GRACE_DAYS ago are deleted with their chunks.
 """
 
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 
+from cems_cli.models import CAPTURED_SOURCES
 from cems_cli.store import lifecycle
 from cems_cli.store.lifecycle import Candidate
 
@@ -69,10 +72,25 @@ class MaintenanceReport:
         }
 
 
-def survivor_rank(candidate: Candidate) -> tuple[bool, float, Any, Any, str]:
-    """Higher survives: pinned, then higher priority, then more recently used or recorded (the id only
-    makes the choice the same on every run)."""
-    return (candidate.pinned, candidate.priority, candidate.recency, candidate.created_at, candidate.id)
+def survivor_rank(candidate: Candidate) -> tuple[bool, bool, float, Any, Any, str]:
+    """Higher survives: pinned, then what a person wrote over what capture wrote (the survivor keeps its
+    content: the user's own wording must not give way to a transcript's paraphrase, however often the copy
+    was used), then higher priority, then more recently used or recorded (the id only makes the choice the
+    same on every run)."""
+    return (
+        candidate.pinned,
+        candidate.source not in CAPTURED_SOURCES,
+        candidate.priority,
+        candidate.recency,
+        candidate.created_at,
+        candidate.id,
+    )
+
+
+def mergeable(a: Candidate, b: Candidate) -> bool:
+    """Same category and project (the pair search already asks for both; checked again on the rows as
+    locked, which a concurrent command may have changed)."""
+    return a.category == b.category and a.project == b.project
 
 
 def plan_merges(
@@ -112,7 +130,7 @@ def consolidate(
     if not scored:
         return []
     found = lifecycle.candidates(conn, user, [i for a, b, _ in scored for i in (a, b)], lock=not dry_run)
-    pairs = [(a, b) for a, b, _ in scored if a in found and b in found]
+    pairs = [(a, b) for a, b, _ in scored if a in found and b in found and mergeable(found[a], found[b])]
     # The pairs come from first chunks; memories of several chunks must match part for part.
     long = [(a, b) for a, b in pairs if found[a].chunks > 1 or found[b].chunks > 1]
     if long:

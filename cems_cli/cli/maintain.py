@@ -20,8 +20,9 @@ def maintain(
 ) -> None:
     """Archive expired memories, merge near duplicates, delete memories archived long ago.
 
-    Expired: past their expiry, or captured session context unused for CEMS_CONTEXT_TTL_DAYS (default 90).
-    Near duplicates (cosine >= 0.92, same scope and team) become one; the other is archived, pointing at it.
+    Expired: past their expiry, or captured session context unused (not updated, searched or recalled) for
+    CEMS_CONTEXT_TTL_DAYS (default 90). Near duplicates (cosine >= 0.92, same scope, team, category and
+    project) become one, your own text over a captured copy; the other is archived, pointing at it.
     Archived memories are deleted CEMS_ARCHIVE_GRACE_DAYS (default 30) after they were archived.
     Pinned memories are never touched. The observer runs this once a day.
     """

@@ -61,7 +61,10 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             return {
                 "text": build_profile(svc, request.get("project"), int(request.get("token_budget") or 2000))
             }
+        import psycopg
+
         from cems_cli.retrieval.pipeline import SearchRequest, run_search
+        from cems_cli.store.memories import record_recall
 
         search = SearchRequest(
             query=str(request.get("query", "")),
@@ -75,10 +78,17 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             min_score=float(request.get("min_score") or 0.0),
             min_relative=float(request.get("min_relative") or 0.0),
         )
-        # Recall on every prompt is not an access: counting it raised the priority of whatever was injected,
-        # so a memory that matched loosely once was injected ever more often (on the capture benchmark the
-        # session records reached priority 2.0 and topped unrelated questions). Explicit searches count.
         results = run_search(svc, search)
+        if results:
+            # Recall on every prompt is not an access: counting it raised the priority of whatever was
+            # injected, so a memory that matched loosely once was injected ever more often (on the capture
+            # benchmark the session records reached priority 2.0 and topped unrelated questions); explicit
+            # searches count. It is use, though: only last_recalled is stamped, which the expiry of captured
+            # context memories reads, or a record injected every day would be archived as unused.
+            try:
+                record_recall(svc.conn, [r.id for r in results])
+            except psycopg.Error as error:  # the stamp is bookkeeping: never lose the answer over it
+                _log.warning("recall stamp failed: %s", error)
         return {"results": [r.to_json() for r in results]}
 
 

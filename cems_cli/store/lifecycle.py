@@ -20,9 +20,25 @@ LIFECYCLE_LOCK = 0x43454D4C  # "CEML"
 # Captured `context` memories: written by the capture triggers, not by a person (cems_cli/capture/).
 CONTEXT_SOURCES = ("session", "observer")
 
-# The search of near duplicates: each memory's nearest neighbours of the same owner, scope and team. A near
-# duplicate is among the very nearest, so a small beam finds it; iterative scans keep the search going past
-# other users' vectors (pgvector >= 0.8).
+# The project a memory belongs to, from its source_ref: `project:<name>`, up to any further ':' (captured
+# refs go on with the session and line, `project:acme/api:session:<id>:L12`; a typed one may name a file).
+# Without one (no source_ref, or another kind of reference), ''; such memories pair only with each other.
+_PROJECT = "coalesce(substring({a}.source_ref from '^project:[^:]*'), '')"
+
+
+def project_of(source_ref: str | None) -> str:
+    """The project part of a source_ref, as _PROJECT computes it in SQL ('' for none)."""
+    if not source_ref or not source_ref.startswith("project:"):
+        return ""
+    name, _, _rest = source_ref[len("project:") :].partition(":")
+    return "project:" + name
+
+
+# The search of near duplicates: each memory's nearest neighbours of the same owner, scope, team, category
+# and project. Alike texts of two projects are two facts (each project's own test command, say), and a
+# memory filed under another category is kept for another purpose. A near duplicate is among the very
+# nearest, so a small beam finds it; iterative scans keep the search going past other users' vectors
+# (pgvector >= 0.8).
 PAIR_NEIGHBOURS = 8
 PAIR_EF_SEARCH = 40
 PAIR_BATCH = 2000  # memories probed per statement
@@ -41,10 +57,12 @@ class Candidate:
     """A memory taking part in a merge, with what deciding and merging need."""
 
     id: str
+    category: str
     pinned: bool
     priority: float
     access_count: int
     last_accessed: datetime | None
+    last_recalled: datetime | None
     created_at: datetime
     expires_at: datetime | None
     title: str | None
@@ -53,6 +71,10 @@ class Candidate:
     source_ref: str | None
     merged_from: list[dict[str, Any]]
     chunks: int
+
+    @property
+    def project(self) -> str:
+        return project_of(self.source_ref)
 
     @property
     def recency(self) -> datetime:
@@ -84,7 +106,8 @@ def near_duplicate_pairs(
     conn: psycopg.Connection, user: str, threshold: float, neighbours: int = PAIR_NEIGHBOURS
 ) -> list[tuple[str, str, float]]:
     """(a, b, cosine) of the user's live mergeable memories whose first chunks are at least `threshold`
-    alike, same scope and team, each pair once (a < b). Call inside a transaction (the SET LOCALs).
+    alike, same scope, team, category and project (_PROJECT), each pair once (a < b). Call inside a
+    transaction (the SET LOCALs).
 
     One HNSW probe per memory, driven from the unpinned ones only (two pinned memories are never merged);
     the vectors never leave the server."""
@@ -104,7 +127,8 @@ def near_duplicate_pairs(
     for start in range(0, len(probes), PAIR_BATCH):  # no one statement runs long (shared servers time out)
         rows += conn.execute(
             "WITH mine AS MATERIALIZED ("
-            "  SELECT d.id, d.scope, coalesce(d.team_id, '') AS team, c.embedding "
+            "  SELECT d.id, d.scope, coalesce(d.team_id, '') AS team, d.category, "
+            f"   {_PROJECT.format(a='d')} AS project, c.embedding "
             "  FROM memory_documents d JOIN memory_chunks c ON c.document_id = d.id AND c.chunk_index = 0 "
             "  WHERE d.id = ANY(%(probes)s::uuid[])) "
             "SELECT m.id, n.document_id, n.similarity FROM mine m CROSS JOIN LATERAL ("
@@ -112,9 +136,12 @@ def near_duplicate_pairs(
             "  WHERE c.chunk_index = 0 AND c.document_id <> m.id "
             # A scalar subquery, not a join: it stays a primary-key lookup per chunk the index yields, where
             # a join would be planned as a scan of all the owner's memories for every probe.
+            # Category and project are filtered here, not after the LIMIT: copies in other projects must not
+            # take a real near duplicate's place among the nearest.
             f" AND coalesce((SELECT {_MERGEABLE.format(a='o')} AND o.scope = m.scope"
-            "    AND coalesce(o.team_id, '') = m.team FROM memory_documents o WHERE o.id = c.document_id),"
-            "    false) "
+            "    AND coalesce(o.team_id, '') = m.team AND o.category = m.category"
+            f"   AND {_PROJECT.format(a='o')} = m.project"
+            "    FROM memory_documents o WHERE o.id = c.document_id), false) "
             "  ORDER BY c.embedding <=> m.embedding LIMIT %(neighbours)s"
             ") n WHERE n.similarity >= %(threshold)s",
             {"user": user, "threshold": threshold, "neighbours": neighbours,
@@ -156,7 +183,8 @@ def candidates(
         return {}
     # FOR UPDATE re-evaluates the filter on the latest committed version of a row that changed meanwhile.
     rows = conn.execute(
-        "SELECT d.id, d.pinned, d.priority, d.access_count, d.last_accessed, d.created_at, d.expires_at, "
+        "SELECT d.id, d.category, d.pinned, d.priority, d.access_count, d.last_accessed, d.last_recalled, "
+        "d.created_at, d.expires_at, "
         "d.title, d.tags, d.source, d.source_ref, d.merged_from, "
         "(SELECT count(*) FROM memory_chunks c WHERE c.document_id = d.id) "
         f"FROM memory_documents d WHERE d.id = ANY(%(ids)s::uuid[]) AND {_MERGEABLE.format(a='d')} "
@@ -166,18 +194,20 @@ def candidates(
     return {
         str(r[0]): Candidate(
             id=str(r[0]),
-            pinned=bool(r[1]),
-            priority=float(r[2]),
-            access_count=int(r[3]),
-            last_accessed=r[4],
-            created_at=r[5],
-            expires_at=r[6],
-            title=r[7],
-            tags=list(r[8] or []),
-            source=r[9],
-            source_ref=r[10],
-            merged_from=list(r[11] or []),
-            chunks=int(r[12]),
+            category=r[1],
+            pinned=bool(r[2]),
+            priority=float(r[3]),
+            access_count=int(r[4]),
+            last_accessed=r[5],
+            last_recalled=r[6],
+            created_at=r[7],
+            expires_at=r[8],
+            title=r[9],
+            tags=list(r[10] or []),
+            source=r[11],
+            source_ref=r[12],
+            merged_from=list(r[13] or []),
+            chunks=int(r[14]),
         )
         for r in rows
     }
@@ -185,9 +215,11 @@ def candidates(
 
 def merge(conn: psycopg.Connection, kept: Candidate, merged: Sequence[Candidate]) -> None:
     """Fold `merged` into `kept` and archive them, pointing at it. The survivor keeps its content and
-    category; it takes the higher priority, the union of tags, the sum of accesses, the later expiry (none
-    if either has none), a title or provenance it lacked, and records every merged memory's provenance (and
-    what had been merged into those) in merged_from. A pinned survivor is left exactly as it is."""
+    category; it takes the higher priority, the union of tags, the sum of accesses, the latest access and
+    recall (the expiry of captured context reads them, and the survivor now stands for the merged), the later
+    expiry (none if either has none), a title or provenance it lacked, and records every merged memory's
+    provenance (and what had been merged into those) in merged_from. A pinned survivor is left exactly as
+    it is."""
     if not merged:
         return
     if not kept.pinned:
@@ -197,19 +229,22 @@ def merge(conn: psycopg.Connection, kept: Candidate, merged: Sequence[Candidate]
         everyone = [kept, *merged]
         expiries = [m.expires_at for m in everyone]
         accessed = [m.last_accessed for m in everyone if m.last_accessed is not None]
+        recalled = [m.last_recalled for m in everyone if m.last_recalled is not None]
         first_ref = next((m for m in merged if m.source_ref is not None), None)
         history = list(kept.merged_from)
         for other in merged:
             history += [other.provenance(), *other.merged_from]
         conn.execute(
             "UPDATE memory_documents SET priority = %s, tags = %s, access_count = %s, last_accessed = %s, "
-            "expires_at = %s, title = coalesce(title, %s), source = coalesce(source, %s), "
-            "source_ref = coalesce(source_ref, %s), merged_from = %s, updated_at = now() WHERE id = %s",
+            "last_recalled = %s, expires_at = %s, title = coalesce(title, %s), "
+            "source = coalesce(source, %s), source_ref = coalesce(source_ref, %s), merged_from = %s, "
+            "updated_at = now() WHERE id = %s",
             (
                 max(m.priority for m in everyone),
                 tags,
                 sum(m.access_count for m in everyone),
                 max(accessed) if accessed else None,
+                max(recalled) if recalled else None,
                 None if any(e is None for e in expiries) else max(e for e in expiries if e is not None),
                 next((m.title for m in merged if m.title), None),
                 next((m.source for m in merged if m.source), None),
@@ -225,8 +260,10 @@ def merge(conn: psycopg.Connection, kept: Candidate, merged: Sequence[Candidate]
     )
 
 
-# A captured context memory's last sign of use: recorded, rewritten as its session went on, or recalled.
-_ACTIVITY = "greatest(d.created_at, d.updated_at, d.last_accessed)"
+# A captured context memory's last sign of use: recorded, rewritten as its session went on, found by an
+# explicit search (last_accessed) or injected by prompt recall (last_recalled, which is no access: see
+# server/daemon.py). greatest() skips the NULLs of what never happened.
+_ACTIVITY = "greatest(d.created_at, d.updated_at, d.last_accessed, d.last_recalled)"
 _CAPTURED_CONTEXT = "(d.category = 'context' AND d.source = ANY(%(sources)s))"
 _TTL_END = f"{_ACTIVITY} + %(ttl_days)s * interval '1 day'"
 _EXPIRED = (

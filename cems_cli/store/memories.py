@@ -317,6 +317,24 @@ def record_access(conn: psycopg.Connection, document_ids: Sequence[str]) -> None
     )
 
 
+def record_recall(conn: psycopg.Connection, document_ids: Sequence[str]) -> None:
+    """Prompt recall injected these memories: stamp last_recalled only. Being injected is no access (no
+    access_count or priority change: that fed back into what gets injected), but it is use, which the
+    expiry of captured context memories must see (store/lifecycle.py).
+
+    Rows another transaction holds (maintenance merging them, a capture rewriting one) are skipped rather
+    than waited for: the prompt hook has a time budget, and the expiry the stamp feeds is counted in days
+    (CEMS_CONTEXT_TTL_DAYS), so one missed stamp is of no consequence. Not waiting also rules out a
+    deadlock with maintenance, which locks rows in id order."""
+    if not document_ids:
+        return
+    conn.execute(
+        "UPDATE memory_documents SET last_recalled = now() WHERE id IN ("
+        "  SELECT id FROM memory_documents WHERE id = ANY(%s::uuid[]) FOR NO KEY UPDATE SKIP LOCKED)",
+        (list(document_ids),),
+    )
+
+
 def counts(conn: psycopg.Connection, identity: Identity) -> list[tuple[str, str, int]]:
     vis, params = visibility_clause(identity)
     return [

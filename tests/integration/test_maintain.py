@@ -15,6 +15,13 @@ import pytest
 TESTS_A = "Run the unit tests with pytest -q before pushing to the main branch."
 TESTS_B = "Always run the unit tests with pytest -q before you push to the main branch."
 TESTS_C = "Run all unit tests with pytest -q before pushing to the main branch."
+# More near-identical variants (cosine >= 0.94 with each of the above), for tests that need many copies.
+TESTS_VARIANTS = (
+    "Run the unit tests using pytest -q before pushing to the main branch.",
+    "Please run the unit tests with pytest -q before pushing to the main branch.",
+    "Run the unit tests with pytest -q before pushing anything to the main branch.",
+    "Run the unit tests with pytest -q prior to pushing to the main branch.",
+)
 BILLING = "The billing service stores invoices in PostgreSQL and sends receipts by email."
 MAKEFILE = "Use tabs for indentation in the Makefile."
 DEPLOY = "Deploy the billing service on Fridays only after the QA sign-off."
@@ -82,12 +89,12 @@ def search_ids(svc, query: str) -> list[str]:
 def test_near_duplicates_become_one_memory_with_both_provenances_and_the_higher_priority(svc, cli):
     older = remember(svc, TESTS_A, project="project:acme/api", source="manual", tags="testing")
     newer = remember(
-        svc, TESTS_B, project="project:acme/web:session:5e1f:L12", source="observer", tags="ci,testing"
+        svc, TESTS_B, project="project:acme/api:session:5e1f:L12", source="observer", tags="ci,testing"
     )
     other = remember(svc, BILLING, tags="billing")
     # The older one is used more: its priority is higher, so it survives although the other is more recent.
     set_columns(svc, older, "priority = 1.5, access_count = 10")
-    set_columns(svc, newer, "priority = 1.1, access_count = 2, last_accessed = now()")
+    set_columns(svc, newer, "priority = 1.1, access_count = 2, last_accessed = now(), last_recalled = now()")
     other_before = row(svc, other)
 
     report = maintain(cli)
@@ -102,8 +109,10 @@ def test_near_duplicates_become_one_memory_with_both_provenances_and_the_higher_
     # Both provenances: its own in source/source_ref, the merged memory's in merged_from.
     assert (kept["source"], kept["source_ref"]) == ("manual", "project:acme/api")
     assert [(p["id"], p["source"], p["source_ref"]) for p in kept["merged_from"]] == [
-        (newer, "observer", "project:acme/web:session:5e1f:L12")
+        (newer, "observer", "project:acme/api:session:5e1f:L12")
     ]
+    # The survivor stands for the merged memory: its last use is the later of the two.
+    assert kept["last_accessed"] == merged["last_accessed"] and kept["last_recalled"] is not None
     assert merged["archived"] is True and merged["merged_into"] == kept["id"]
     assert merged["archived_at"] is not None
     assert row(svc, other) == other_before
@@ -111,7 +120,7 @@ def test_near_duplicates_become_one_memory_with_both_provenances_and_the_higher_
     assert older in search_ids(svc, "run unit tests with pytest before pushing")
 
     # The survivor takes the higher priority also when it is the other way round; nothing is merged twice.
-    third = remember(svc, TESTS_C, source="session")
+    third = remember(svc, TESTS_C, project="project:acme/api:README.md", source="manual")
     set_columns(svc, third, "priority = 1.9")
     set_columns(svc, older, "last_accessed = now()")
     report = maintain(cli)
@@ -120,8 +129,47 @@ def test_near_duplicates_become_one_memory_with_both_provenances_and_the_higher_
     assert survivor["priority"] == pytest.approx(1.9)
     # The chain is kept: what had been merged into the memory now merged is recorded too.
     assert [p["id"] for p in survivor["merged_from"]] == [older, newer]
-    assert survivor["source_ref"] == "project:acme/api"  # it had none: the merged memory's is taken
     assert maintain(cli)["consolidated"] == []
+
+
+def test_a_missing_provenance_is_taken_from_the_merged_memory(svc, cli):
+    kept = remember(svc, TESTS_A)
+    merged = remember(svc, TESTS_B, project="https://wiki.example.com/testing")  # a reference, no project
+    set_columns(svc, kept, "priority = 1.5")
+    assert maintain(cli)["consolidated"] == [{"kept": kept, "merged": [merged]}]
+    assert row(svc, kept)["source_ref"] == "https://wiki.example.com/testing"
+
+
+def test_only_memories_of_one_category_and_one_project_are_merged(svc, cli):
+    api = remember(svc, TESTS_A, project="project:acme/api", source="manual")
+    # Alike texts of another project (captured there), of no project, and of another category stay apart.
+    web = remember(svc, TESTS_B, project="project:acme/web:session:5e1f:L12", source="session")
+    unfiled = remember(svc, TESTS_C, source="manual")
+    learned = remember(
+        svc, TESTS_VARIANTS[0], category="learnings", project="project:acme/api", source="manual"
+    )
+    # A project whose name starts with the other's is another project.
+    v2 = remember(svc, TESTS_VARIANTS[1], project="project:acme/api-v2", source="manual")
+    assert maintain(cli, "--dry-run")["consolidated"] == []
+
+    # The same project, whatever follows its name in the reference: merged.
+    session = remember(svc, TESTS_VARIANTS[2], project="project:acme/api:session:77aa:L3", source="session")
+    assert maintain(cli)["consolidated"] == [{"kept": api, "merged": [session]}]
+    for untouched in (web, unfiled, learned, v2):
+        assert row(svc, untouched)["archived"] is False
+
+
+def test_the_users_own_text_survives_a_captured_copy(svc, cli):
+    long_ago = datetime.now(UTC) - timedelta(days=200)
+    mine = remember(svc, TESTS_A, project="project:acme/api", source="manual", created_at=long_ago)
+    copy = remember(svc, TESTS_B, project="project:acme/api:session:5e1f:L12", source="observer")
+    # The captured copy is more recent, used more and of higher priority: the user's wording still stays.
+    set_columns(svc, copy, "priority = 1.8, access_count = 20, last_accessed = now()")
+
+    assert maintain(cli)["consolidated"] == [{"kept": mine, "merged": [copy]}]
+    kept = row(svc, mine)
+    assert kept["content"] == TESTS_A and kept["source"] == "manual"
+    assert kept["priority"] == pytest.approx(1.8)  # it still takes what the copy had earned
 
 
 def test_pinned_memories_are_never_touched(svc, cli):
@@ -193,8 +241,14 @@ def test_expired_memories_are_hidden_everywhere_and_archived_by_maintenance(svc,
     a_minute_ago = datetime.now(UTC) - timedelta(minutes=1)
     expired = remember(svc, BILLING, category="preferences", expires_at=a_minute_ago, created_at=long_ago)
     stale_context = remember(svc, DEPLOY, category="context", source="session", created_at=long_ago)
-    recalled_context = remember(svc, MAKEFILE, category="context", source="observer", created_at=long_ago)
-    set_columns(svc, recalled_context, "last_accessed = now() - interval '5 days'")
+    searched_context = remember(svc, MAKEFILE, category="context", source="observer", created_at=long_ago)
+    set_columns(svc, searched_context, "last_accessed = now() - interval '5 days'")
+    # Injected by prompt recall, which is no access (access_count and last_accessed stay): still in use.
+    recalled_context = remember(
+        svc, "The nightly backup job writes snapshots to the cold storage bucket.", category="context",
+        source="session", created_at=long_ago,
+    )
+    set_columns(svc, recalled_context, "last_recalled = now() - interval '1 day'")
     fresh_context = remember(svc, TESTS_A, category="context", source="session")
     typed_context = remember(  # written by a person, not captured: no TTL
         svc, "The staging cluster runs in eu-west-1 next to the primary database.", category="context",
@@ -206,7 +260,7 @@ def test_expired_memories_are_hidden_everywhere_and_archived_by_maintenance(svc,
     assert expired not in [m.id for m in svc.list(limit=100)]
     profile = [m.id for _title, records in profile_sections(svc.conn, svc.identity, None) for m in records]
     assert expired not in profile and stale_context in profile
-    assert sum(n for _scope, _category, n in counts(svc.conn, svc.identity)) == 4
+    assert sum(n for _scope, _category, n in counts(svc.conn, svc.identity)) == 5
 
     # A longer TTL keeps the stale context memory; the expired one goes anyway.
     assert maintain(cli, "--dry-run", extra_env={"CEMS_CONTEXT_TTL_DAYS": "200"})["expired"] == 1
@@ -220,10 +274,10 @@ def test_expired_memories_are_hidden_everywhere_and_archived_by_maintenance(svc,
     assert stale["archived"] is True
     # It gets the expiry it reached: 90 days after its last use.
     assert stale["expires_at"] == pytest.approx(long_ago + timedelta(days=90), abs=timedelta(seconds=5))
-    for kept in (recalled_context, fresh_context, typed_context):
+    for kept in (searched_context, recalled_context, fresh_context, typed_context):
         assert row(svc, kept)["archived"] is False
     assert stale_context not in search_ids(svc, "deploy billing service on Fridays after QA sign-off")
-    assert recalled_context in search_ids(svc, "indentation in the Makefile")
+    assert searched_context in search_ids(svc, "indentation in the Makefile")
 
 
 def test_memories_archived_past_the_grace_period_are_deleted_with_their_chunks(svc, cli):
@@ -380,3 +434,51 @@ def test_memories_of_several_chunks_merge_only_when_every_part_is_alike(svc, cli
     report = maintain(cli)
     assert report["consolidated"] == [{"kept": third, "merged": [first]}]
     assert row(svc, second)["archived"] is False
+
+
+def test_an_upgrade_starts_the_grace_period_of_memories_already_archived(svc, tmp_path, monkeypatch):
+    """A store from before archived_at: its archived memories must not be deleted by the first maintenance
+    (which the observer runs by itself shortly after starting), however long ago they were last updated."""
+    import shutil
+    import uuid
+
+    import psycopg
+
+    from cems_cli.store import lifecycle, migrations
+    from cems_cli.store.db import locate
+
+    old_sql = tmp_path / "sql"
+    old_sql.mkdir()
+    for migration in migrations.available_migrations():
+        if migration.version < 7:  # the schema before lifecycle maintenance
+            shutil.copy(migration.path, old_sql / migration.path.name)
+    database = f"cems_upgrade_{uuid.uuid4().hex[:10]}"
+    svc.conn.execute(f'CREATE DATABASE "{database}"')
+    try:
+        conninfo = psycopg.conninfo.make_conninfo(locate(svc.settings).conninfo, dbname=database)
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            dim, model = svc.settings.resolved_embedding_dim, svc.settings.resolved_embedding_model
+            with monkeypatch.context() as patched:
+                patched.setattr(migrations, "sql_dir", lambda: old_sql)
+                migrations.migrate(conn, dim, model)
+            assert migrations.applied_versions(conn) == {1, 2, 3, 4, 5, 6}
+            archived_long_ago = conn.execute(
+                "INSERT INTO memory_documents (content, content_hash, user_id, archived, created_at, "
+                "updated_at) VALUES ('forgotten a year ago', 'h1', 'upgrader', true, "
+                "now() - interval '400 days', now() - interval '400 days') RETURNING id"
+            ).fetchone()[0]
+
+            assert "007_lifecycle" in migrations.migrate(conn, dim, model)
+
+            archived_at = conn.execute(
+                "SELECT archived_at >= now() - interval '1 minute' FROM memory_documents WHERE id = %s",
+                (archived_long_ago,),
+            ).fetchone()[0]
+            assert archived_at is True  # the grace period counts from the upgrade
+            with conn.transaction():
+                assert lifecycle.prune(conn, "upgrader", 30, dry_run=False) == 0
+            assert conn.execute(
+                "SELECT count(*) FROM memory_documents WHERE id = %s", (archived_long_ago,)
+            ).fetchone()[0] == 1
+    finally:
+        svc.conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')

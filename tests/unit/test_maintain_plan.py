@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from cems_cli.maintain import MaintenanceReport, MergeGroup, plan_merges
-from cems_cli.store.lifecycle import Candidate
+import pytest
+
+from cems_cli.maintain import MaintenanceReport, MergeGroup, mergeable, plan_merges
+from cems_cli.store.lifecycle import Candidate, project_of
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def memory(memory_id: str, *, pinned: bool = False, priority: float = 1.0, age_days: float = 10,
-           accessed_days_ago: float | None = None) -> Candidate:
+           accessed_days_ago: float | None = None, source: str | None = None,
+           source_ref: str | None = None, category: str = "general") -> Candidate:
     return Candidate(
-        id=memory_id, pinned=pinned, priority=priority, access_count=0,
+        id=memory_id, category=category, pinned=pinned, priority=priority, access_count=0,
         last_accessed=None if accessed_days_ago is None else NOW - timedelta(days=accessed_days_ago),
-        created_at=NOW - timedelta(days=age_days), expires_at=None, title=None, tags=[], source=None,
-        source_ref=None, merged_from=[], chunks=1,
+        last_recalled=None, created_at=NOW - timedelta(days=age_days), expires_at=None, title=None, tags=[],
+        source=source, source_ref=source_ref, merged_from=[], chunks=1,
     )
 
 
@@ -30,6 +33,38 @@ def test_pinned_survives_before_priority_and_priority_before_recency():
     assert plan([memory("a", priority=1.2, age_days=30), memory("b", age_days=1)], [("a", "b")]) == [
         ("a", ["b"])
     ]
+
+
+@pytest.mark.parametrize("captured", ["session", "observer", "tool"])
+def test_the_users_own_text_survives_a_captured_copy(captured):
+    # The captured copy is used more, more recent and of higher priority: the user's wording still stays.
+    mine = memory("a", source="manual", age_days=300)
+    copy = memory("b", source=captured, priority=2.0, age_days=1, accessed_days_ago=0.1)
+    assert plan([mine, copy], [("a", "b")]) == [("a", ["b"])]
+    # No source at all (an import of old data, say) is not known to be captured.
+    assert plan([memory("a", age_days=300), copy], [("a", "b")]) == [("a", ["b"])]
+    # Pinned still comes first, and between two captured copies priority decides as before.
+    assert plan([mine, memory("b", source=captured, pinned=True)], [("a", "b")]) == [("b", ["a"])]
+    other = memory("c", source=captured, priority=1.5, age_days=300)
+    assert plan([other, copy], [("b", "c")]) == [("b", ["c"])]
+
+
+def test_the_project_is_the_source_ref_up_to_its_next_colon():
+    assert project_of("project:acme/api") == "project:acme/api"
+    assert project_of("project:acme/api:session:5e1f:L12") == "project:acme/api"
+    assert project_of("project:acme/api:src/app.py") == "project:acme/api"
+    assert project_of("project:acme/api-v2") == "project:acme/api-v2"
+    assert project_of(None) == project_of("") == project_of("https://example.com/a:b") == ""
+
+
+def test_only_memories_of_one_category_and_project_are_mergeable():
+    api = memory("a", source_ref="project:acme/api")
+    assert mergeable(api, memory("b", source_ref="project:acme/api:session:5e1f:L12"))
+    assert not mergeable(api, memory("b", source_ref="project:acme/web:session:5e1f:L12"))
+    assert not mergeable(api, memory("b", source_ref="project:acme/api-v2"))
+    assert not mergeable(api, memory("b"))
+    assert mergeable(memory("a"), memory("b", source_ref="https://example.com/notes"))
+    assert not mergeable(api, memory("b", source_ref="project:acme/api", category="decisions"))
 
 
 def test_recently_accessed_counts_like_recently_created():
