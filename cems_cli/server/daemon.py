@@ -161,20 +161,37 @@ def serve(idle_seconds: float | None = None) -> int:
     return 0
 
 
+def _is_search_server(pid: int) -> bool:
+    """Is `pid` a search server (`cems serve` or the detached `-m cems_cli.server.daemon`)? A pid file
+    outlives its process: after a crash or a reboot the pid may belong to anything, which must never be
+    signalled. Where /proc cannot tell, the pid file is trusted as before."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            words = handle.read().split(b"\0")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return b"cems_cli.server.daemon" in words or (b"serve" in words and any(b"cems" in w for w in words))
+
+
 def server_pid(home: Path) -> int | None:
     try:
         pid = int((home / "run" / "server.pid").read_text())
         os.kill(pid, 0)
-        return pid
     except (OSError, ValueError):
         return None
+    return pid if _is_search_server(pid) else None
 
 
 def stop_server(home: Path, timeout: float = 10.0) -> bool:
     pid = server_pid(home)
     if pid is None:
         return False
-    os.kill(pid, signal.SIGTERM)
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:  # it exited between the check and the signal
+        return True
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and server_pid(home) == pid:
         time.sleep(0.05)

@@ -78,3 +78,21 @@ def test_stale_handle_pids_are_pruned(tmp_path):
         assert "999999" not in (pgdata / ".handle_pids.json").read_text()
     finally:
         stop_server(pgdata)
+
+
+def test_a_stale_search_server_pid_file_never_signals_another_process(tmp_path):
+    import subprocess
+
+    from cems_cli.server.daemon import server_pid
+    from cems_cli.server.daemon import stop_server as stop_search_server
+
+    bystander = subprocess.Popen(["sleep", "30"])  # took the pid over after a crash, say
+    try:
+        (tmp_path / "run").mkdir()
+        (tmp_path / "run" / "server.pid").write_text(str(bystander.pid))
+        assert server_pid(tmp_path) is None
+        assert stop_search_server(tmp_path) is False
+        assert bystander.poll() is None  # still running: it was not signalled
+    finally:
+        bystander.kill()
+        bystander.wait()
