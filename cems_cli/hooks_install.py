@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import sys
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
@@ -65,10 +66,16 @@ class InstallError(ValueError):
     pass
 
 
+def absolute(path: Path) -> Path:
+    """`~` expanded and made absolute without resolving symlinks: the spelling a pinned command and the
+    manifest keep, so the same store or file is always written the same way."""
+    return Path(os.path.abspath(path.expanduser()))
+
+
 def settings_path(scope: str, explicit: Path | None, cwd: Path | None = None) -> Path:
     """The settings file of a scope (absolute: it is also the manifest's key, whatever the cwd later)."""
     if explicit is not None:
-        return Path(os.path.abspath(explicit.expanduser()))
+        return absolute(explicit)
     if scope == "user":
         return Path.home() / ".claude" / "settings.json"
     if scope == "project":
@@ -91,7 +98,7 @@ def hook_command(script: str, python: str | None = None, home: Path | None = Non
     """
     parts = [shlex.quote(python or sys.executable), shlex.quote(str(data_dir("hooks") / script))]
     if home is not None:
-        parts.insert(0, f"CEMS_HOME={shlex.quote(os.path.abspath(home.expanduser()))}")
+        parts.insert(0, f"CEMS_HOME={shlex.quote(str(absolute(home)))}")
     return " ".join(parts)
 
 
@@ -134,7 +141,7 @@ def _is_cems_hooks_dir(folder: str) -> bool:
     try:
         if path.resolve() == data_dir("hooks").resolve():
             return True
-    except (OSError, FileNotFoundError):
+    except OSError:  # FileNotFoundError included: no hooks folder in this installation
         pass
     # Another checkout or venv of CEMS (still there: it has the bootstrap; or a wheel's data folder, which
     # is recognisable even after that venv was deleted, so doctor can report it and uninstall remove it).
@@ -169,6 +176,83 @@ def parse_command(command: str, known: Collection[str] = ()) -> CemsCommand | No
     if command in known or "CEMS_HOME" in env or _is_cems_hooks_dir(os.path.dirname(argument)):
         return CemsCommand(command, script.removesuffix(".py"), program, argument, env)
     return None
+
+
+# --- running a command safely (doctor) -------------------------------------------------------------------
+
+
+class NotRunnable(ValueError):
+    """A command recognised as CEMS's that is not exactly one CEMS writes; the message says what differs."""
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """How doctor runs a hook command: an argv of this installation's own files and the environment the
+    command's assignment sets. No shell, so nothing in the settings file is ever interpreted."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def invocation(command: str) -> Invocation:
+    """The argv doctor may run for `command`, or NotRunnable.
+
+    Settings files can come from a cloned repository (`.claude/settings.json` is committed), so anything
+    recognised as CEMS-ish is not trusted to be CEMS's. Accepted are exactly the forms install writes, spelt
+    exactly as it writes them: `[CEMS_HOME=<absolute path>] cems-hook <handler>` (cems-hook found on this
+    PATH), or `[CEMS_HOME=<absolute path>] <this Python> <this installation's hooks dir>/<handler>.py`. The
+    argv is built from this installation's own paths, not the file's: what runs is what was checked.
+    """
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        raise NotRunnable("unbalanced quotes") from None
+    env: dict[str, str] = {}
+    if words and _ASSIGNMENT.match(words[0]):
+        name, _, value = words[0].partition("=")
+        if name != "CEMS_HOME":
+            raise NotRunnable(f"sets {name}; CEMS sets only CEMS_HOME")
+        if not os.path.isabs(value):
+            raise NotRunnable(f"CEMS_HOME={value!r} is not an absolute path")
+        env[name] = value
+        words = words[1:]
+    if words and _ASSIGNMENT.match(words[0]):
+        raise NotRunnable(f"sets {words[0].partition('=')[0]}; CEMS sets only CEMS_HOME")
+    # Re-spelt the way hook_command / portable_hook_command write it: any other quoting, spacing or shell
+    # syntax (`;`, `$(…)`, backquotes, redirections) means someone other than CEMS wrote or edited it.
+    prefix = f"CEMS_HOME={shlex.quote(env['CEMS_HOME'])} " if env else ""
+    if prefix + shlex.join(words) != command:
+        raise NotRunnable("spelt differently from what CEMS writes: other quoting, spacing or shell syntax")
+    if len(words) != 2:
+        raise NotRunnable("CEMS's commands are a program and one argument")
+    program, argument = words
+    if program == PORTABLE_PROGRAM:
+        if argument not in HANDLERS:
+            raise NotRunnable(f"unknown handler {argument!r}")
+        found = shutil.which(PORTABLE_PROGRAM)
+        if found is None:
+            raise NotRunnable(f"{PORTABLE_PROGRAM} is not on PATH here")
+        if not os.path.isabs(found):  # PATH names a relative folder: it would run the project's own file
+            raise NotRunnable(f"{PORTABLE_PROGRAM} is found at the relative path {found}")
+        return Invocation((found, argument), env)
+    if os.path.basename(program) == PORTABLE_PROGRAM:
+        raise NotRunnable(f"CEMS writes {PORTABLE_PROGRAM} by name, not as the path {program}")
+    try:
+        hooks_dir = data_dir("hooks")
+    except FileNotFoundError:
+        raise NotRunnable("this installation has no hooks folder") from None
+    script = hooks_dir / os.path.basename(argument)
+    if (
+        not os.path.isabs(argument)
+        or os.path.basename(argument) not in SCRIPTS
+        or Path(argument).resolve() != script.resolve()
+    ):
+        raise NotRunnable(f"the script is not in this installation's hooks folder {hooks_dir}")
+    if not os.path.isabs(program) or Path(program).resolve() != Path(sys.executable).resolve():
+        raise NotRunnable(f"the interpreter is not this installation's Python, {sys.executable}")
+    # sys.executable, not the file's spelling of it: a symlink to the same binary in another folder would
+    # bring that folder's pyvenv.cfg (and site-packages) along.
+    return Invocation((sys.executable, str(script)), env)
 
 
 # --- settings files and the manifest ---------------------------------------------------------------------
@@ -286,11 +370,19 @@ def install(path: Path, home: Path, python: str | None = None, style: Style = "p
     A CEMS command of another form already in the file for an event (an older install without the pin, a
     venv that moved, the other style) is replaced rather than joined: both would run on every event.
     """
-    home = Path(os.path.abspath(home.expanduser()))
+    home = absolute(home)
     original, settings = _read_settings(path)
+    # The file may have been installed under another CEMS_HOME: that install's manifest knows the user's
+    # original bytes and where their backup is. Its entry moves to this home's manifest (the new commands
+    # pin this home, so this is the manifest uninstall will find), or a second install would take the file
+    # holding the first install's hooks for the user's original.
+    previous_home = _manifest_home(path, home, settings)
     manifest = _load_manifest(home)
-    entry = manifest.get(str(path), {})
+    entry = _load_manifest(previous_home).get(str(path), {})
+    entry = entry if isinstance(entry, dict) else {}
     known = set(entry.get("commands", []))
+    # Before the loop below changes `settings`: does the file being replaced already hold CEMS hooks?
+    original_has_cems = bool(_ours(settings, ()))
     added: list[str] = []
     replaced: list[str] = []
     commands: dict[str, str] = {}
@@ -327,7 +419,11 @@ def install(path: Path, home: Path, python: str | None = None, style: Style = "p
     new_bytes = _dump(settings)
     if original is not None:
         backup = path.with_name(path.name + ".cems-backup")
-        if not entry:  # the first install's backup is the user's own file: never overwrite it
+        # The first install's backup is the user's own file: never overwrite it. Without a manifest entry
+        # (lost, or a store since deleted), a backup free of CEMS hooks is still never replaced by a file
+        # that holds some: that would lose the only copy of the user's original.
+        keep = bool(entry) or (original_has_cems and backup.exists() and _backup_is_clean(backup))
+        if not keep:
             backup.write_bytes(original)
         result["backup"] = str(backup)
     _atomic_write(path, new_bytes)
@@ -341,6 +437,10 @@ def install(path: Path, home: Path, python: str | None = None, style: Style = "p
         "backup": result["backup"] or entry.get("backup"),
     }
     _save_manifest(home, manifest)
+    if previous_home != home:  # moved, not copied: one manifest speaks for a file
+        old_manifest = _load_manifest(previous_home)
+        if old_manifest.pop(str(path), None) is not None:
+            _save_manifest(previous_home, old_manifest)
     return result
 
 
@@ -351,7 +451,8 @@ def _manifest_home(path: Path, home: Path, settings: dict[str, Any]) -> Path:
         return home
     for command in sorted(_ours(settings, ())):
         parsed = parse_command(command)
-        if parsed is not None and parsed.pinned_home:
+        # Only an absolute pin names a store: a relative one would depend on the folder uninstall runs in.
+        if parsed is not None and parsed.pinned_home and os.path.isabs(parsed.pinned_home):
             candidate = Path(parsed.pinned_home)
             if str(path) in _load_manifest(candidate):
                 return candidate
@@ -372,7 +473,7 @@ def uninstall(path: Path, home: Path) -> dict[str, Any]:
     result: dict[str, Any] = {"settings": str(path), "removed": [], "restored": False, "changed": False}
     if current is None:
         return result
-    home = _manifest_home(path, Path(os.path.abspath(home.expanduser())), settings)
+    home = _manifest_home(path, absolute(home), settings)
     manifest = _load_manifest(home)
     entry = manifest.get(str(path), {})
     if entry and hashlib.sha256(current).hexdigest() == entry.get("written_sha256"):

@@ -17,7 +17,7 @@ import typer
 from cems_cli.cli.common import JsonOption, console, emit_json, fail
 
 if TYPE_CHECKING:
-    from cems_cli.hooks_install import InstalledHook, SettingsScan
+    from cems_cli.hooks_install import InstalledHook, Invocation, SettingsScan
 
 hooks_app = typer.Typer(help="Claude Code hooks: install, uninstall, doctor.", no_args_is_help=True)
 
@@ -38,7 +38,10 @@ DoctorScopeOption = typer.Option(
 )
 DoctorSettingsOption = typer.Option(None, "--settings", help="Check only this settings file.")
 RunOption = typer.Option(
-    True, "--run/--no-run", help="Run each installed command on a sample payload (default) or only read."
+    True,
+    "--run/--no-run",
+    help="Run each installed command that is exactly one CEMS writes on a sample payload (default), or "
+    "only read.",
 )
 
 
@@ -54,7 +57,9 @@ def _resolve(scope: str | None, settings: Path | None) -> tuple[Path, Path, str]
 
 
 def _home(home: Path) -> Path:
-    return Path(os.path.abspath(home.expanduser()))
+    from cems_cli.hooks_install import absolute
+
+    return absolute(home)
 
 
 def _standard_files(cwd: Path) -> list[tuple[str, Path]]:
@@ -167,9 +172,12 @@ def uninstall(
 
 
 def _samples(cwd: str) -> dict[str, dict[str, Any]]:
-    """One realistic stdin per event, of the kind Claude Code sends (session ids marked as the doctor's)."""
+    """One realistic stdin per event, of the kind Claude Code sends. The session id marks it as the
+    doctor's: the PostToolUse and Stop handlers store nothing for it (DOCTOR_SESSION_PREFIX)."""
+    from cems_cli.hookhandlers.post_tool_use import DOCTOR_SESSION_PREFIX
+
     common = {
-        "session_id": f"cems-doctor-{uuid.uuid4().hex[:8]}",
+        "session_id": f"{DOCTOR_SESSION_PREFIX}{uuid.uuid4().hex[:8]}",
         "transcript_path": "",
         "cwd": cwd,
         "permission_mode": "default",
@@ -220,21 +228,24 @@ def _samples(cwd: str) -> dict[str, dict[str, Any]]:
 DEFAULT_RUN_TIMEOUT = 60.0
 
 
-def _run(command: str, payload: dict[str, Any], timeout: float, cwd: Path) -> dict[str, Any]:
-    """Run one command the way Claude Code does: through `sh -c`, in the project folder, payload on stdin."""
-    shell = "/bin/sh" if os.path.exists("/bin/sh") else "sh"
-    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(cwd)}
+def _run(invocation: Invocation, payload: dict[str, Any], timeout: float, cwd: Path) -> dict[str, Any]:
+    """Run one checked hook as Claude Code would, in the project folder with the payload on stdin, but as an
+    argv rather than through `sh -c`: the settings file's text is never given to a shell."""
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(cwd), **invocation.env}
     started = time.perf_counter()
-    # Own process group: on a timeout the shell and the interpreter under it are killed together.
-    proc = subprocess.Popen(
-        [shell, "-c", command],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-    )
+    # Own process group: on a timeout the interpreter and anything it started are killed together.
+    try:
+        proc = subprocess.Popen(
+            list(invocation.argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as error:  # removed or made unexecutable since it was checked
+        return {"ok": False, "ms": None, "exit_code": None, "error": f"cannot start: {error}", "output": None}
     try:
         out_bytes, err_bytes = proc.communicate(json.dumps(payload).encode(), timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -261,12 +272,8 @@ def _run(command: str, payload: dict[str, Any], timeout: float, cwd: Path) -> di
         "output": None,
     }
     if proc.returncode == 2:
-        # python exits 2 when its script is missing: Claude Code reads 2 as "block" and shows stderr.
+        # Claude Code reads exit 2 as "block" and shows stderr.
         result["error"] = f"exit code 2, which Claude Code treats as a block: {err[:200]}"
-    elif proc.returncode == 127:
-        result["error"] = (
-            f"exit code 127, command not found (Claude Code goes ahead without the hook): {err[:200]}"
-        )
     elif proc.returncode != 0:
         result["error"] = f"exit code {proc.returncode}: {err[:200]}"
     elif out and not _is_json_object(out):
@@ -288,6 +295,19 @@ def _executable(program: str) -> bool:
     if os.sep in program:
         return os.path.isfile(program) and os.access(program, os.X_OK)
     return shutil.which(program) is not None
+
+
+def _runnable(hook: InstalledHook) -> tuple[Invocation | None, str | None]:
+    """(how to run the hook, None) when it is exactly a command CEMS writes, else (None, the problem)."""
+    from cems_cli.hooks_install import NotRunnable, invocation
+
+    try:
+        return invocation(hook.command), None
+    except NotRunnable as why:
+        return None, (
+            f"not run: not a command CEMS writes ({why}); doctor runs only CEMS's own command forms, since "
+            "a settings file may come from a cloned repository: fix it or reinstall with `cems hooks install`"
+        )
 
 
 def _static_problems(hook: InstalledHook, home: Path) -> tuple[list[str], list[str]]:
@@ -346,12 +366,16 @@ def _diagnose(files: list[tuple[str, Path]], home: Path, cwd: Path, run: bool) -
     grouped_warnings: dict[tuple[str, str], list[str]] = {}
     for hook in installed:
         hook_problems, hook_warnings = _static_problems(hook, home)
+        runnable, not_runnable = _runnable(hook)
+        if not_runnable is not None:
+            hook_problems.append(not_runnable)
         report: dict[str, Any] = {
             "event": hook.event,
             "scope": hook.scope,
             "settings": str(hook.settings),
             "command": hook.command,
             "handler": hook.parsed.handler,
+            "hook": f"{hook.parsed.handler}.py",
             "matcher": hook.matcher,
             "timeout": hook.timeout,
             "style": "portable"
@@ -369,11 +393,13 @@ def _diagnose(files: list[tuple[str, Path]], home: Path, cwd: Path, run: bool) -
             "error": None,
             "output": None,
         }
-        if run and hook.event in samples:
+        # A hook with any problem is not run: what it would do is not known to be CEMS's (a wrong pin
+        # would even write into another store), and the problem is already what fails doctor.
+        if run and hook.event in samples and runnable is not None and not hook_problems:
             key = (hook.event, hook.command)
             if key not in ran:  # the same command for the same event in two files: Claude Code runs it once
                 timeout = min(hook.timeout or DEFAULT_RUN_TIMEOUT, DEFAULT_RUN_TIMEOUT)
-                ran[key] = _run(hook.command, samples[hook.event], timeout, cwd)
+                ran[key] = _run(runnable, samples[hook.event], timeout, cwd)
             outcome = ran[key]
             report.update(
                 ran=True, ms=outcome["ms"], exit_code=outcome["exit_code"], output=outcome["output"]
@@ -468,7 +494,7 @@ def _render(doc: dict[str, Any]) -> None:
             if h["problems"] or h["error"]:
                 detail = "; ".join([*h["problems"], *([h["error"]] if h["error"] else [])])
             elif not h["ran"]:
-                detail = "not run"
+                detail = "not run"  # --no-run, or an event doctor has no sample payload for
             else:
                 detail = "answered" if h["output"] else "no output (allow / nothing to add)"
             table.add_row(
@@ -498,8 +524,9 @@ def doctor(
     as_json: bool = JsonOption,
 ) -> None:
     """Check what Claude Code will run: which CEMS hooks are installed in which settings file, with which
-    command; run each installed command on a sample payload (latency, errors); report missing, doubled,
-    broken or wrongly pinned hooks. Exits 1 when something is wrong."""
+    command; run each one that is exactly a command CEMS writes on a sample payload (latency, errors; never
+    through a shell, never one with a problem); report missing, doubled, broken, wrongly pinned or
+    unrecognised hooks. Exits 1 when something is wrong."""
     from cems_cli.config import get_settings
     from cems_cli.hooks_install import SCOPES, settings_path
 

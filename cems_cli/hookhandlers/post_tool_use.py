@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 EVENTS = ("PostToolUse", "PostToolUseFailure")
+# Session ids of `cems hooks doctor`'s sample payloads: a check of the hooks must not store test events in
+# the user's spool. A prefix test on a string the payload already holds: nothing else runs before it.
+DOCTOR_SESSION_PREFIX = "cems-doctor-"
 # (head, tail) characters kept of the string under these keys. Bash errors and test summaries are at the
 # end of the output, so output keeps more tail than head.
 LIMITS: dict[str, tuple[int, int]] = {
@@ -98,6 +101,9 @@ def spool_row(payload: dict[str, Any]) -> dict[str, Any] | None:
 
 def handle(payload: dict[str, Any]) -> None:
     """Spool one event (in-process use: opens and closes the spool)."""
+    session_id = payload.get("session_id")
+    if isinstance(session_id, str) and session_id.startswith(DOCTOR_SESSION_PREFIX):
+        return None  # doctor's sample: before the spool is opened (or created)
     row = spool_row(payload)
     if row is None:
         return None

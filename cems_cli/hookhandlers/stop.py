@@ -12,6 +12,7 @@ import os
 import sys
 
 from cems_cli.capture import spool
+from cems_cli.hookhandlers.post_tool_use import DOCTOR_SESSION_PREFIX
 from cems_cli.hookio import log_error, run_hook
 
 TYPE_CHECKING = False  # `typing` costs ~25 ms to import; annotations are strings anyway
@@ -103,8 +104,8 @@ def handle(payload: dict[str, Any]) -> None:
     if payload.get("stop_hook_active"):
         return None
     session_id = _text(payload.get("session_id"))
-    if session_id is None:
-        return None
+    if session_id is None or session_id.startswith(DOCTOR_SESSION_PREFIX):
+        return None  # doctor's sample turn: no spool row, no worker
     transcript = _text(payload.get("transcript_path"))
     message = payload.get("last_assistant_message")
     message = message if isinstance(message, str) else ""

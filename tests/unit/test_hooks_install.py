@@ -17,8 +17,11 @@ from cems_cli.hookentry import HANDLERS
 from cems_cli.hooks_install import (
     HOOKS,
     InstallError,
+    Invocation,
+    NotRunnable,
     hook_command,
     install,
+    invocation,
     parse_command,
     portable_hook_command,
     settings_path,
@@ -120,6 +123,30 @@ def test_uninstall_under_another_cems_home_still_restores_via_the_pinned_store(t
     assert result["restored"] is True and path.read_bytes() == EXISTING
 
 
+def test_a_second_install_under_another_cems_home_keeps_the_users_backup(tmp_path: Path):
+    path = tmp_path / "settings.json"
+    path.write_bytes(EXISTING)
+    install(path, tmp_path / "home-a")
+    second = install(path, tmp_path / "home-b")
+    assert set(second["replaced"]) == {s.event for s in HOOKS}  # now pinned to home-b
+    assert Path(second["backup"]).read_bytes() == EXISTING
+    assert not (tmp_path / "home-a" / "hooks-installed.json").read_text().count(str(path))  # moved to B
+    result = uninstall(path, tmp_path / "home-b")
+    assert result["restored"] is True and path.read_bytes() == EXISTING
+
+
+def test_a_backup_free_of_cems_hooks_is_never_replaced_by_one_holding_them(tmp_path: Path):
+    """The manifest is gone (a deleted store): the next install must still not back up its own hooks over
+    the user's original."""
+    path = tmp_path / "settings.json"
+    path.write_bytes(EXISTING)
+    install(path, tmp_path / "home-a")
+    (tmp_path / "home-a" / "hooks-installed.json").unlink()
+    install(path, tmp_path / "home-b")
+    assert path.with_name("settings.json.cems-backup").read_bytes() == EXISTING
+    assert uninstall(path, tmp_path / "home-b")["restored"] is True and path.read_bytes() == EXISTING
+
+
 def test_uninstall_after_user_edits_removes_only_ours(tmp_path: Path):
     path, home = tmp_path / "settings.json", tmp_path / "home"
     path.write_bytes(EXISTING)
@@ -209,3 +236,65 @@ def test_cems_hook_entry_point_is_light_and_refuses_unknown_handlers():
     stop = json.dumps({"session_id": "s", "hook_event_name": "Stop", "stop_hook_active": True}).encode()
     ran = subprocess.run([*entry, "stop"], input=stop, capture_output=True)
     assert ran.returncode == 0 and ran.stdout == b""
+
+
+# --- which commands doctor may run -----------------------------------------------------------------------
+
+
+def test_doctor_runs_the_commands_install_writes_with_this_installations_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    home = tmp_path / "my store"
+    for spec in HOOKS:
+        pinned = invocation(hook_command(spec.script, home=home))
+        assert pinned == Invocation(
+            (sys.executable, str(data_dir("hooks") / spec.script)), {"CEMS_HOME": str(home)}
+        )
+        assert invocation(hook_command(spec.script)).env == {}  # an older, unpinned install
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    program = bin_dir / "cems-hook"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert invocation(portable_hook_command("stop.py")) == Invocation((str(program), "stop"))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cems-hook stop`touch${IFS}/tmp/pwned`",
+        "cems-hook 'stop'",
+        "cems-hook  stop",
+        "cems-hook stop; touch /tmp/pwned",
+        "cems-hook stop > /tmp/out",
+        "cems-hook nope",
+        "PATH=/tmp/evil cems-hook stop",
+        "/tmp/evil/cems-hook stop",
+        "CEMS_HOME=relative cems-hook stop",
+        "CEMS_HOME=/x /bin/echo /x/stop.py",
+        "CEMS_HOME=/x LD_PRELOAD=/tmp/evil.so cems-hook stop",
+        "'CEMS_HOME=/x' cems-hook stop",
+        "cems-hook stop extra",
+    ],
+)
+def test_doctor_refuses_every_other_spelling(command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:/usr/bin:/bin")
+    with pytest.raises(NotRunnable):
+        invocation(command)
+
+
+def test_doctor_refuses_other_interpreters_scripts_and_environments(tmp_path: Path):
+    script = str(data_dir("hooks") / "stop.py")
+    home = shlex.quote(str(tmp_path / "home"))
+    for command in (
+        f"LD_PRELOAD=/tmp/evil.so CEMS_HOME={home} {shlex.quote(sys.executable)} {shlex.quote(script)}",
+        f"CEMS_HOME={home} PYTHONPATH=/tmp/evil {shlex.quote(sys.executable)} {shlex.quote(script)}",
+        f"CEMS_HOME={home} /bin/sh {shlex.quote(script)}",
+        f"CEMS_HOME={home} python3 {shlex.quote(script)}",  # found on PATH: not this installation's
+        f"CEMS_HOME={home} {shlex.quote(sys.executable)} {tmp_path}/cems_cli/_data/hooks/stop.py",
+        f"CEMS_HOME={home} {shlex.quote(sys.executable)} {shlex.quote(str(data_dir('hooks') / '_entry.py'))}",
+        f"CEMS_HOME={home} {shlex.quote(sys.executable)} {shlex.quote(script)} && touch /tmp/pwned",
+    ):
+        with pytest.raises(NotRunnable):
+            invocation(command)
