@@ -19,6 +19,10 @@ DEFAULT_TOKEN_BUDGET = 1000  # CEMS_RECALL_TOKEN_BUDGET
 # result's score in nine of ten, while half of the noise scores below 0.45 of the best.
 DEFAULT_MIN_SCORE = 0.1  # CEMS_RECALL_MIN_SCORE: below this a memory is more likely noise than help
 DEFAULT_MIN_RELATIVE = 0.5  # CEMS_RECALL_MIN_RELATIVE: nor below this share of the best result's score
+# CEMS_RECALL_MIN_SIMILARITY: a memory that shares no word with the prompt is injected only this close in
+# meaning. Stricter than `cems search` (0.15), where the user asked: MiniLM puts nonsense such as "xyzzy
+# plugh frobnicate" at 0.23 from a real memory. No useful memory of the capture benchmark was lost to it.
+DEFAULT_MIN_SIMILARITY = 0.3
 DEFAULT_LIMIT = 5  # CEMS_RECALL_LIMIT
 
 _TRIVIAL = re.compile(
@@ -67,6 +71,7 @@ def handle(payload: dict) -> dict | None:
         "token_budget": int(_setting("CEMS_RECALL_TOKEN_BUDGET", DEFAULT_TOKEN_BUDGET)),
         "min_score": _setting("CEMS_RECALL_MIN_SCORE", DEFAULT_MIN_SCORE),
         "min_relative": _setting("CEMS_RECALL_MIN_RELATIVE", DEFAULT_MIN_RELATIVE),
+        "min_similarity": _setting("CEMS_RECALL_MIN_SIMILARITY", DEFAULT_MIN_SIMILARITY),
         "mode": os.environ.get("CEMS_SEARCH_MODE") or "hybrid",
     }
     from cems_cli.server.client import call_or_start

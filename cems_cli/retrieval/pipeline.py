@@ -45,6 +45,8 @@ class SearchRequest:
     min_score: float | None = None
     # And a floor relative to the best result: what scores below this share of it is more likely noise.
     min_relative: float | None = None
+    # A memory sharing no word with the query needs at least this cosine (None: CEMS_MIN_SIMILARITY).
+    min_similarity: float | None = None
     # The moment the question is asked: time decay, time cues and "yesterday" count from it. None is the
     # current time; a fixed moment makes a search reproducible (`cems eval --as-of`).
     now: datetime | None = None
@@ -152,17 +154,10 @@ def run_search(service: MemoryService, request: SearchRequest) -> list[SearchRes
     trace.lap("rerank")
 
     # 8. Relevance filter and semantic dedup.
-    from cems_cli.retrieval.filtering import (
-        FOREIGN_QUERY_MIN_SIMILARITY,
-        filter_by_threshold,
-        has_evidence,
-        semantic_dedup,
-    )
+    from cems_cli.retrieval.filtering import filter_by_threshold, has_evidence, semantic_dedup
 
     kept = filter_by_threshold(fused, settings.relevance_threshold)
-    min_similarity = settings.min_similarity
-    if mode != "vector" and not lexical_cache.get(request.query):
-        min_similarity = max(min_similarity, FOREIGN_QUERY_MIN_SIMILARITY)
+    min_similarity = settings.min_similarity if request.min_similarity is None else request.min_similarity
     kept = [c for c in kept if has_evidence(c, min_similarity)]
     # Near-duplicates can only crowd the results that will be shown: compare the head, keep the rest.
     head = kept[: max(request.limit * DEDUP_WINDOW_FACTOR, 10)]

@@ -77,6 +77,7 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             token_budget=int(request.get("token_budget") or 1000),
             min_score=float(request.get("min_score") or 0.0),
             min_relative=float(request.get("min_relative") or 0.0),
+            min_similarity=float(request["min_similarity"]) if request.get("min_similarity") else None,
         )
         results = run_search(svc, search)
         if results:
