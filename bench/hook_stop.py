@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,9 +84,17 @@ def payloads(transcript_path: Path, runs: int, label: str) -> list[bytes]:
     ]
 
 
-def timed_runs(command: list[str], stdins: list[bytes], env: dict[str, str], warmup: int = 3) -> list[float]:
+def timed_runs(
+    command: list[str],
+    stdins: list[bytes],
+    env: dict[str, str],
+    warmup: int = 3,
+    before_each: Callable[[], None] | None = None,
+) -> list[float]:
     samples = []
     for index, stdin in enumerate([stdins[0]] * warmup + stdins):
+        if before_each is not None:
+            before_each()
         started = time.perf_counter()
         proc = subprocess.run(command, input=stdin, capture_output=True, env=env)
         elapsed = (time.perf_counter() - started) * 1000
@@ -96,6 +105,17 @@ def timed_runs(command: list[str], stdins: list[bytes], env: dict[str, str], war
         if index >= warmup:
             samples.append(elapsed)
     return samples
+
+
+def _workers_alive() -> bool:
+    """Is any capture worker process running (read from /proc; False where there is none)?"""
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if b"cems_cli.capture.worker" in (entry / "cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def p95(samples: list[float]) -> float:
@@ -133,8 +153,20 @@ def main() -> None:
             try:
                 if hold_lock:
                     fcntl.flock(lock, fcntl.LOCK_EX)
+
+                def no_worker_left(hold_lock=hold_lock) -> None:
+                    # "Spawns the worker" means no worker runs when the hook starts: wait until the
+                    # previous run's worker has exited, so the hook is not timed while earlier workers
+                    # load their models on the same two cores (a turn's Stop comes seconds apart).
+                    deadline = time.monotonic() + 60
+                    while not hold_lock and _workers_alive() and time.monotonic() < deadline:
+                        time.sleep(0.05)
+
                 samples = timed_runs(
-                    hook, payloads(session, args.runs, label), {**env, "CEMS_HOME": str(home)}
+                    hook,
+                    payloads(session, args.runs, label),
+                    {**env, "CEMS_HOME": str(home)},
+                    before_each=no_worker_left,
                 )
                 fcntl.flock(
                     lock, fcntl.LOCK_EX
