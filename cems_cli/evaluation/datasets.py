@@ -67,10 +67,10 @@ def load_bench_dir(directory: Path) -> Benchmark:
     directory = Path(directory)
     if not directory.is_dir():
         raise DatasetError(f"{directory} is not a folder of corpus.jsonl, questions.jsonl and qrels.jsonl")
-    units = [_unit(row, where) for row, where in _jsonl(directory / "corpus.jsonl")]
-    questions = [_question(row, where) for row, where in _jsonl(directory / "questions.jsonl")]
+    units = [_unit(row, where) for row, where in read_jsonl(directory / "corpus.jsonl")]
+    questions = [_question(row, where) for row, where in read_jsonl(directory / "questions.jsonl")]
     qrels: dict[str, tuple[str, ...]] = {}
-    for row, where in _jsonl(directory / "qrels.jsonl"):
+    for row, where in read_jsonl(directory / "qrels.jsonl"):
         qid = _string(row, "qid", where)
         ids = row.get("relevant_doc_ids")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
@@ -79,7 +79,8 @@ def load_bench_dir(directory: Path) -> Benchmark:
     return _checked(Benchmark(directory.name, tuple(units), tuple(questions), qrels), directory.name)
 
 
-def _jsonl(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
+def read_jsonl(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
+    """Each non-blank line of a JSONL file as (object, 'NAME line N'); DatasetError on anything else."""
     try:
         handle = open(path, encoding="utf-8")
     except OSError as error:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,12 +86,17 @@ def _fmt(value: float | None, metric: str) -> str:
 
 
 def _delta(row: Difference) -> str:
+    return signed_delta(row, _fmt, plain=row.metric == "n")
+
+
+def signed_delta(row: Difference, fmt: Callable[[float, str], str], *, plain: bool = False) -> str:
+    """B − A with its sign, green when better and red when worse (`plain`: no colour, e.g. a count)."""
     delta = row.delta
     if delta is None:
         return "—"
-    text = _fmt(delta, row.metric)
+    text = fmt(delta, row.metric)
     text = text if text.startswith("-") else "+" + text
-    if row.metric == "n" or abs(delta) < 5e-4:
+    if plain or abs(delta) < 5e-4:
         return text
     better = (delta > 0) == row.higher_is_better
     return f"[green]{text}[/green]" if better else f"[red]{text}[/red]"

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from cems_cli.evaluation.datasets import DatasetError
+from cems_cli.evaluation.datasets import DatasetError, read_jsonl
 
 QUESTIONS_FILE = "questions.jsonl"
 PROJECTS_DIR = "projects"
@@ -60,22 +60,9 @@ def _facts(value: Any, where: str, name: str) -> tuple[Fact, ...]:
 
 
 def load_questions(path: Path) -> list[SessionQuestion]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise DatasetError(f"cannot read {path}: {error.strerror or error}") from None
     questions: list[SessionQuestion] = []
     seen: set[str] = set()
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path.name} line {number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DatasetError(f"{where}: not JSON ({error.msg})") from None
-        if not isinstance(row, dict):
-            raise DatasetError(f"{where}: not a JSON object")
+    for row, where in read_jsonl(path):
         missing = [k for k in ("qid", "project_cwd", "question") if not isinstance(row.get(k), str)
                    or not row[k].strip()]
         if missing:

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cems_cli.evaluation.report import Difference
+from cems_cli.evaluation.report import Difference, signed_delta
 
 
 def _ratio(value: float | None) -> str:
@@ -127,12 +127,4 @@ def _shown(value: float | None, metric: str) -> str:
 
 
 def _change(row: Difference) -> str:
-    delta = row.delta
-    if delta is None:
-        return "—"
-    text = _shown(delta, row.metric)
-    text = text if text.startswith("-") else "+" + text
-    if abs(delta) < 5e-4:
-        return text
-    better = (delta > 0) == row.higher_is_better
-    return f"[green]{text}[/green]" if better else f"[red]{text}[/red]"
+    return signed_delta(row, _shown)
