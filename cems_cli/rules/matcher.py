@@ -34,6 +34,15 @@ _MAIN_FIELDS = {
     "WebFetch": "url",
 }
 _PATH_FIELDS = frozenset({"file_path", "notebook_path", "path"})
+# A rule on Edit guards every tool that changes a file's contents, as Claude Code's own `Edit(…)` permission
+# rules do: otherwise `Edit: migrations/*` is dodged by rewriting the file with Write or MultiEdit.
+_TOOL_FAMILIES = {"Edit": frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})}
+
+# Regex rules run `re.search` in C, which cannot be stopped from Python except by a signal: all the regex
+# searches of one tool call share this much wall time, then the remaining regex rules are skipped (they
+# fail open, like any rule that cannot be evaluated). Patterns known to backtrack catastrophically are
+# refused at `cems rule add` (`cems_cli.rules.model`); this bounds the rest, and hand-edited snapshots.
+REGEX_BUDGET_SECONDS = 0.1
 
 # Words that only wrap the real command: `sudo git push` is still a `git push`.
 _WRAPPERS = frozenset({"sudo", "env", "command", "exec", "nohup", "time", "builtin", "then", "do", "else",
@@ -171,32 +180,280 @@ def _command_candidates(command: str) -> list[str]:
         bare = strip_prefixes(part)
         candidates.append(bare)
         candidates.append(" ".join(bare.split()))  # `git  push` must not dodge `git push*`
-    return list(dict.fromkeys(c for c in candidates if c))
-
-
-def _path_candidates(path: str, cwd: str | None) -> list[str]:
-    candidates = [path]
-    # Let `migrations/*` match an absolute path inside the session's directory.
-    if cwd and os.path.isabs(path) and os.path.isabs(cwd):
-        relative = os.path.relpath(path, cwd)
-        if not relative.startswith(".."):
-            candidates.append(relative)
     return candidates
 
 
-def candidate_values(field: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> list[str]:
-    """The strings a pattern is tried against. Non-string values yield nothing, so they never match."""
+def _path_candidates(path: str, cwd: str | None) -> list[str]:
+    """The path as given, absolute and normalised, and relative to the session's directory when inside it:
+    `migrations/*` must match `/repo/migrations/x`, `./migrations/x` and `/repo/tmp/../migrations/x`, and
+    `/repo/migrations/*` a relative `migrations/x`."""
+    candidates = [path]
+    base = cwd if cwd and os.path.isabs(cwd) else None
+    if os.path.isabs(path):
+        absolute = os.path.normpath(path)
+    elif base is not None:
+        absolute = os.path.normpath(os.path.join(base, path))
+    else:
+        candidates.append(os.path.normpath(path))
+        return list(dict.fromkeys(candidates))
+    candidates.append(absolute)
+    if base is not None:
+        relative = os.path.relpath(absolute, os.path.normpath(base))
+        if relative != ".." and not relative.startswith("../"):
+            candidates.append(relative)
+    return list(dict.fromkeys(candidates))
+
+
+class _Values:
+    """What the rules on one field are tried against, computed once per tool call. For a shell command,
+    `commands` holds each simple command as the shell sees it (`cems_cli.rules.shell`) and `texts` their
+    words joined by spaces after the raw forms; `firsts` is every text's first word, a cheap early "no"."""
+
+    __slots__ = ("texts", "firsts", "commands", "_shapes", "_pairs")
+
+    def __init__(self, texts: list[str], commands: list[list[str]] | None = None) -> None:
+        if commands is not None:  # a shell command: raw forms, then the parsed ones, no blanks or repeats
+            texts.extend(" ".join(argv) for argv in commands)
+            texts = list(dict.fromkeys(text for text in texts if text))
+        self.texts = texts
+        self.firsts = {text.partition(" ")[0] for text in self.texts}
+        self.commands = commands
+        self._shapes: list[tuple[str, Any]] | None = None
+        self._pairs: set[str] | None = None
+
+    def structural(self, pattern: str, first: str, rest: str) -> str | None:
+        """The first command that has the shape of glob rule `pattern` (name, operands, a superset of its
+        options: `rm -rf*` matches `rm -r -f /`), as its words joined by spaces, or None.
+        `first` and `rest` are the pattern's literal head split at its first space."""
+        if self._pairs is None:
+            self._pairs = set()
+            for argv in self.commands or ():
+                operand = next((word for word in argv[1:] if not _is_option(word)), None)
+                if operand is not None:
+                    self._pairs.add(argv[0] + " " + operand)
+        second, space, _ = rest.partition(" ")
+        # `git danger --force*` cannot match a command whose first operand is not `danger`: most rules stop
+        # here, before the shell module is even imported.
+        if space and second and not _is_option(second) and "\"" not in second and "'" not in second:
+            if first.rpartition("/")[2] + " " + second not in self._pairs:
+                return None
+        shape = _shape_cache.get(pattern, _MISSING)
+        if shape is _MISSING:
+            shape = _shape_cache[pattern] = pattern_shape(pattern)
+        if shape is None:
+            return None
+        if self._shapes is None:
+            self._shapes = [(" ".join(argv), command_shape(argv)) for argv in self.commands or ()]
+        return next((text for text, command in self._shapes if shape_matches(shape, command)), None)
+
+
+_MISSING = object()
+_shape_cache: dict[str, Any] = {}
+
+
+# --- command shapes ---------------------------------------------------------------------------------------
+# Functions and tuples rather than classes: this module is imported before every tool call.
+
+# Spellings of one option, per command (`rm`) or subcommand (`git push`): a rule's `-r` also means `-R` and
+# `--recursive`. Other commands compare options as written, short clusters split (`-rf` is `-r -f`).
+_OPTION_ALIASES = {
+    "rm": {"-R": "-r", "--recursive": "-r", "--force": "-f"},
+    "git push": {"--force": "-f"},
+}
+
+
+def _is_option(word: str) -> bool:
+    """`-r`, `-rf`, `--force`, `--x=1`; not `-` (stdin) nor `--` (end of options, compared as a word)."""
+    return len(word) > 1 and word[0] == "-" and word != "--"
+
+
+def _option_set(words: list[str], name: str, operands: list[str]) -> set[str]:
+    names: set[str] = set()
+    for word in words:
+        if word[1] == "-":
+            names.add(word)
+            option, eq, _ = word.partition("=")
+            if eq:
+                names.add(option)  # --force=yes is also --force
+        else:
+            names.update("-" + letter for letter in word[1:])
+    aliases = _OPTION_ALIASES.get(name + " " + operands[0]) if operands else None
+    aliases = aliases or _OPTION_ALIASES.get(name)
+    return {aliases.get(option, option) for option in names} if aliases else names
+
+
+def command_shape(argv: list[str]) -> tuple[str, list[str], set[str]]:
+    """A command as (name, operands in order, set of options with their spellings unified)."""
+    name = argv[0]
+    operands = [word for word in argv[1:] if not _is_option(word)]
+    options = _option_set([word for word in argv[1:] if _is_option(word)], name, operands)
+    if name == "git" and operands[:1] == ["push"] and any(ref.startswith("+") for ref in operands[1:]):
+        options.add("-f")  # `git push origin +main` force-pushes main
+    return name, operands, options
+
+
+PatternShape = tuple  # (name, operand predicates, options the command must all have, more operands allowed)
+
+
+def pattern_shape(pattern: str) -> PatternShape | None:
+    """A glob rule read as a command: `rm -rf*` is `rm` with -r and -f and any operands after; `rm -rf /`
+    exactly the operand `/`. None when the pattern does not read as one command with a literal name and
+    literal options (`*--no-verify*`, `curl * | sh`): those rules match the text only."""
+    if any(char in pattern for char in ";&|<>()`$\\\n#"):
+        return None
+    if "'" in pattern or '"' in pattern:
+        from cems_cli.rules.shell import lex
+
+        commands = lex(pattern)[0]
+        if len(commands) != 1:
+            return None
+        words = commands[0].words
+    else:
+        words = pattern.split()
+    if not words or _has_glob_syntax(words[0]) or _is_option(words[0]):
+        return None
+    open_ = words[-1].endswith("*")
+    if open_:
+        last = words[-1]
+        if last == "*" or (_is_option(last) and last[:-1] in ("-", "--")):
+            words = words[:-1]
+        elif _is_option(last):
+            words = [*words[:-1], last[:-1]]  # `-rf*`: these options, then anything
+    name = words[0].rpartition("/")[2] or words[0]
+    option_words = [word for word in words[1:] if _is_option(word)]
+    if any(_has_glob_syntax(word) for word in option_words):
+        return None
+    operands = [word for word in words[1:] if not _is_option(word)]
+    literal = [word for word in operands[:1] if not _has_glob_syntax(word)]
+    return name, [compile_pattern(word) for word in operands], _option_set(option_words, name, literal), open_
+
+
+def shape_matches(shape: PatternShape, command: tuple[str, list[str], set[str]]) -> bool:
+    name, predicates, options, open_ = shape
+    command_name, operands, command_options = command
+    if command_name != name or len(predicates) > len(operands):
+        return False
+    if not open_ and len(predicates) != len(operands):
+        return False
+    return all(predicate(word) for predicate, word in zip(predicates, operands, strict=False)) and (
+        options <= command_options
+    )
+
+
+# Characters that need the shell lexer: escapes, substitution, redirection, comments, grouping, and the
+# ASCII whitespace `str.split` splits on but the shell does not. Without them a command line is its
+# separators (runs of ; & | newline), blanks, and quoted strings whose contents are literal.
+_SHELL_SYNTAX = frozenset("\\$`#()<>\x0b\x0c\x1c\x1d\x1e\x1f")
+# Command names whose words do not name the command that runs: wrappers, shells, keywords and the like.
+# The same names as in `cems_cli.rules.shell` (tests/unit/test_rules_shell.py keeps them equal).
+_NOT_PLAIN = frozenset({
+    "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "esac", "function",
+    "sudo", "doas", "env", "nice", "nohup", "timeout", "xargs", "command", "builtin", "exec", "time",
+    "stdbuf", "setsid", "ionice", "chrt", "taskset", "caffeinate", "unbuffer", "busybox", "coproc", "watch",
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "su", "runuser", "eval", "find",
+})
+_PLAIN_MAX_CHARS = 64 * 1024  # shell.MAX_PARSE_CHARS
+
+
+def plain_commands(command: str) -> list[list[str]] | None:
+    """The simple commands of a command line that needs no real parsing (`cd x && git commit -m 'a b'`),
+    exactly as `cems_cli.rules.shell.simple_commands` gives them; None when it needs the lexer. Most command
+    lines take this path, which spares those tool calls the lexer's import (~0.3 ms)."""
+    if len(command) > _PLAIN_MAX_CHARS or not command.isascii() or not _SHELL_SYNTAX.isdisjoint(command):
+        return None
+    if "'" in command or '"' in command:
+        commands = _quoted_plain_commands(command)
+        if commands is None:
+            return None
+    else:
+        for separator in ";&|":
+            command = command.replace(separator, "\n")
+        commands = [words for words in map(str.split, command.split("\n")) if words]
+    for words in commands:
+        name = words[0]
+        if name in _NOT_PLAIN or "=" in name or "/" in name or (
+            name == "git" and len(words) > 1 and words[1][:1] == "-"  # git's own options: `git -C dir push`
+        ):
+            return None
+    return commands
+
+
+def _quoted_plain_commands(command: str) -> list[list[str]] | None:
+    # Quoted strings here hold no `\`, `$` or backquote (excluded above), so their contents are literal and
+    # a quote always closes at the next quote of its kind; None if one never closes.
+    commands: list[list[str]] = []
+    words: list[str] = []
+    word: str | None = None  # the word being built: unquoted text glued to quoted strings (a'b c'd)
+    i, size = 0, len(command)
+    while i < size:
+        single, double = command.find("'", i), command.find('"', i)
+        quote = min(single, double) if single >= 0 and double >= 0 else max(single, double)
+        unquoted = command[i:] if quote < 0 else command[i:quote]
+        for index, line in enumerate(unquoted.replace(";", "\n").replace("&", "\n").replace("|", "\n")
+                                     .split("\n")):
+            if index:  # a separator ends the word and the command
+                if word is not None:
+                    words.append(word)
+                    word = None
+                if words:
+                    commands.append(words)
+                    words = []
+            if not line:
+                continue
+            parts = line.split()
+            if word is not None and (not parts or line[0] in " \t\r"):
+                words.append(word)  # a blank ends the word
+                word = None
+            if not parts:
+                continue
+            if word is not None:
+                parts[0] = word + parts[0]
+                word = None
+            words.extend(parts[:-1])
+            if line[-1] in " \t\r":
+                words.append(parts[-1])
+            else:
+                word = parts[-1]
+        if quote < 0:
+            break
+        close = command.find(command[quote], quote + 1)
+        if close < 0:
+            return None
+        word = (word or "") + command[quote + 1:close]
+        i = close + 1
+    if word is not None:
+        words.append(word)
+    if words:
+        commands.append(words)
+    return commands
+
+
+def _values(field: str, tool_input: Mapping[str, Any], cwd: str | None) -> _Values:
     if not field:
         strings = [v for v in tool_input.values() if isinstance(v, str)]
-        return strings or [""]
+        return _Values(strings or [""])
     value = tool_input.get(field)
     if not isinstance(value, str):
-        return []
+        return _Values([])
     if field == "command":
-        return _command_candidates(value)
+        try:
+            commands = plain_commands(value)
+            if commands is None:
+                from cems_cli.rules.shell import simple_commands
+
+                commands = simple_commands(value)
+        except Exception:  # a parser failure must not switch the rules off: the raw text is still matched
+            commands = []
+        return _Values(_command_candidates(value), commands)
     if field in _PATH_FIELDS:
-        return _path_candidates(value, cwd)
-    return [value]
+        return _Values(_path_candidates(value, cwd))
+    return _Values([value])
+
+
+def candidate_values(field: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> list[str]:
+    """The strings a pattern is tried against. Non-string values yield nothing, so they never match.
+    A shell command yields its raw forms, then each simple command as the shell sees it."""
+    return _values(field, tool_input, cwd).texts
 
 
 # --- decision -------------------------------------------------------------------------------------------
@@ -209,7 +466,12 @@ def _has_glob_syntax(text: str) -> bool:
 def _tool_matches(rule_tool: str, tool_name: str) -> bool:
     if rule_tool == tool_name:
         return True
-    return _has_glob_syntax(rule_tool) and compile_pattern(rule_tool)(tool_name)
+    family = _TOOL_FAMILIES.get(rule_tool)
+    if family is not None:
+        return tool_name in family
+    # `mcp__github__*` cannot match `Bash`: checking the literal head first spares compiling the glob.
+    return (_has_glob_syntax(rule_tool) and tool_name.startswith(_glob_literal_head(rule_tool))
+            and compile_pattern(rule_tool)(tool_name))
 
 
 # Cheap early "no" before compiling: a process lives for one tool call, so compiling hundreds of patterns
@@ -218,10 +480,14 @@ def _tool_matches(rule_tool: str, tool_name: str) -> bool:
 
 def _glob_literal_head(pattern: str) -> str:
     """The text before a glob's first wildcard: every match starts with it."""
-    for meta in "*?[":
-        cut = pattern.find(meta)
-        if cut >= 0:
-            pattern = pattern[:cut]
+    cut = pattern.find("*")
+    if cut >= 0:
+        pattern = pattern[:cut]
+    if "?" in pattern or "[" in pattern:  # rare in rules: one scan above covers the usual `*`-only glob
+        for meta in "?[":
+            cut = pattern.find(meta)
+            if cut >= 0:
+                pattern = pattern[:cut]
     return pattern
 
 
@@ -361,6 +627,8 @@ def decide(
 ) -> Decision | None:
     """The strictest matching rule (block > ask > warn; ties go to the earliest rule), or None.
 
+    A glob rule matches when its pattern matches one of the candidate values whole, or, for a shell
+    command, when one of the commands it runs has the rule's shape (`_Values.structural`).
     `project` may be a zero-argument callable: it is called at most once, and only when a project rule
     otherwise matches, because finding the project reads `.git/config` and imports pathlib.
     """
@@ -369,29 +637,46 @@ def decide(
     best: Decision | None = None
     best_rank = 0
     project_memo: list[str | None] = []
-    candidates_by_field: dict[str, list[str]] = {}
+    values_by_field: dict[str, _Values] = {}
+    main = _MAIN_FIELDS.get(tool_name, "")
+    regex_deadline: list[float] = []
     for rule in rules:
         rank = ACTION_RANK.get(rule.action, 0)
         if rank <= best_rank:
             continue
         try:
-            if not _tool_matches(rule.tool, tool_name):
+            rule_tool = rule.tool
+            if rule_tool != tool_name and not _tool_matches(rule_tool, tool_name):
                 continue
-            field = main_field(tool_name, rule.field)
-            candidates = candidates_by_field.get(field)
-            if candidates is None:
-                candidates = candidates_by_field[field] = candidate_values(field, tool_input, cwd)
-            regex = bool(rule.regex)
-            if regex:
-                literals = regex_literals(rule.pattern)
+            field = rule.field or main
+            values = values_by_field.get(field)
+            if values is None:
+                values = values_by_field[field] = _values(field, tool_input, cwd)
+            candidates = values.texts
+            pattern = rule.pattern
+            if rule.regex:
+                literals = regex_literals(pattern)
                 if literals and not any(all(text in value for text in literals) for value in candidates):
                     continue
+                matched = _search_within(compile_pattern(pattern, True), candidates, regex_deadline)
             else:
-                head = _glob_literal_head(rule.pattern)
-                if head and not any(value.startswith(head) for value in candidates):
+                head = _glob_literal_head(pattern)
+                first, space, rest = head.partition(" ")
+                # No value starts with this word and no command is named by it (`/bin/rm` names `rm`):
+                # most rules stop here, at one set lookup.
+                if space and first not in values.firsts and (
+                    "/" not in first or values.commands is None
+                    or first.rpartition("/")[2] not in values.firsts
+                ):
                     continue
-            predicate = compile_pattern(rule.pattern, regex)
-            matched = next((value for value in candidates if predicate(value)), None)
+                matched = None
+                if not head or any(value.startswith(head) for value in candidates):
+                    predicate = compile_pattern(pattern)
+                    matched = next((value for value in candidates if predicate(value)), None)
+                if matched is None and values.commands and (
+                    space or (head == pattern and (first in values.firsts or "/" in first))
+                ):
+                    matched = values.structural(pattern, first, rest)
             if matched is None:
                 continue
             if rule.project:
@@ -399,9 +684,47 @@ def decide(
                 if not current or current.lower() != rule.project.lower():
                     continue
         except Exception:
-            # One broken rule (say, a hand-edited snapshot with a bad regex) must not disable the others.
+            # One broken rule (say, a hand-edited snapshot with a bad regex, or one out of time) must not
+            # disable the others.
             continue
         best, best_rank = Decision(rule.action, rule, matched), rank
         if rank == ACTION_RANK["block"]:
             break
     return best
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    # The builtin TimeoutError: a class of our own would cost its creation on every hook start.
+    raise TimeoutError("the regex budget of this tool call is spent")
+
+
+def _search_within(predicate: Callable[[str], bool], values: list[str], deadline: list[float]) -> str | None:
+    """The first value `predicate` (a regex search) accepts, within what is left of the tool call's regex
+    budget; raises TimeoutError once it is spent. `deadline` holds the call's deadline once a search ran.
+
+    `re` checks for signals while it backtracks, so an interval timer whose handler raises stops even a
+    catastrophic search. Where there are no interval timers (Windows) or no signal handlers (a thread other
+    than the main one), the search runs unbounded: `cems rule add` still refuses the known-bad patterns.
+    """
+    import time
+
+    if not deadline:
+        deadline.append(time.monotonic() + REGEX_BUDGET_SECONDS)
+    remaining = deadline[0] - time.monotonic()
+    if remaining <= 0:
+        raise TimeoutError("the regex budget of this tool call is spent")
+    try:
+        # The C module: `signal` itself builds enums on import, a cost every regex tool call would pay.
+        import _signal
+
+        previous = _signal.signal(_signal.SIGALRM, _on_alarm)
+    except (ImportError, AttributeError, ValueError):
+        return next((value for value in values if predicate(value)), None)
+    try:
+        _signal.setitimer(_signal.ITIMER_REAL, remaining)
+        try:
+            return next((value for value in values if predicate(value)), None)
+        finally:
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+    finally:
+        _signal.signal(_signal.SIGALRM, _signal.SIG_DFL if previous is None else previous)

@@ -75,6 +75,58 @@ def _regex_error(pattern: str) -> str | None:
     return None
 
 
+def catastrophic_regex_error(pattern: str) -> str | None:
+    """Why `pattern` is refused as a rule, if it nests unbounded repeats (`(a+)+$`, `(x*y?)*`): such
+    patterns backtrack exponentially on a near-miss, and a rule runs before every tool call. A possessive
+    inner repeat (`(a++)+`) or an atomic group (`(?>a+)+`) never backtracks into itself, so it is allowed.
+
+    Only nesting is refused; other slow patterns (overlapping alternatives under a repeat, long chains of
+    `.*`) are cut off by the hook's time budget instead (`cems_cli.rules.matcher.REGEX_BUDGET_SECONDS`).
+    `re._parser` is CPython's own regex parser: should it ever change shape, the check passes rather than
+    blocks the rule, and the time budget still applies."""
+    try:
+        from re import _constants as sre
+        from re import _parser
+
+        tree = _parser.parse(pattern)
+        repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT)
+        atomic = (getattr(sre, "POSSESSIVE_REPEAT", None), getattr(sre, "ATOMIC_GROUP", None))
+
+        def nested(items: Any, inside_repeat: bool) -> bool:
+            for op, av in items:
+                if op in repeats:
+                    _, high, body = av
+                    unbounded = high == sre.MAXREPEAT
+                    if unbounded and inside_repeat:
+                        return True
+                    if nested(body, inside_repeat or unbounded):
+                        return True
+                elif op in atomic:  # no backtracking into it; its own inside is checked afresh
+                    body = av[2] if op == sre.POSSESSIVE_REPEAT else av
+                    if nested(body, False):
+                        return True
+                elif op == sre.SUBPATTERN:
+                    if nested(av[3], inside_repeat):
+                        return True
+                elif op == sre.BRANCH:
+                    if any(nested(branch, inside_repeat) for branch in av[1]):
+                        return True
+                elif op in (sre.ASSERT, sre.ASSERT_NOT):
+                    if nested(av[1], inside_repeat):
+                        return True
+                elif op == sre.GROUPREF_EXISTS:
+                    if any(nested(branch, inside_repeat) for branch in av[1:] if branch is not None):
+                        return True
+            return False
+
+        if nested(tree.data, False):
+            return (f"regex {pattern!r} could take exponential time (a repeated group repeats inside, as in "
+                    "(a+)+); make the inner repeat possessive (a++) or atomic ((?>a+))")
+    except Exception:  # includes RecursionError on absurd nesting: `re.compile` has accepted the pattern
+        return None
+    return None
+
+
 def validate_rule(rule: Rule) -> None:
     """Raise ValueError with a one-line message if `rule` could never be enforced as written."""
     if not rule.id.strip():
@@ -115,10 +167,15 @@ def make_rule(
     """Normalise user input into a valid Rule (new id and timestamp unless given). Raises ValueError."""
     action = (action or "").strip().lower()
     scope = (scope or "").strip().lower()
+    pattern = (pattern or "").strip()
+    # Refused only here, where a rule is written, not in `validate_rule`: a rule stored before this check
+    # must still load (and be removable), and the hook bounds its time anyway.
+    if regex and not _regex_error(pattern) and (message := catastrophic_regex_error(pattern)):
+        raise ValueError(message)
     return Rule(
         id=id or str(uuid.uuid4()),
         tool=(tool or "").strip(),
-        pattern=(pattern or "").strip(),
+        pattern=pattern,
         action=action,
         reason=" ".join((reason or "").split()),
         field=field.strip() if field is not None else None,

@@ -200,6 +200,80 @@ def test_fixture_payloads_of_other_events_are_ignored(home, name):
     assert_silent(run_hook(home, fixture(name)))
 
 
+# --- commands as the shell runs them, files by every editing tool ----------------------------------------
+
+def one_line(text: str, rule_id: str):
+    from cems_cli.rules.parse import parse_one_line
+
+    return make_rule(**parse_one_line(text), id=rule_id)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["/bin/rm -rf /", "\\rm -rf /", "'rm' -rf /", "rm -fr /", "rm -r -f /", "rm -Rf /",
+     "rm --recursive --force /", "bash -c 'rm -rf /'", "sh -c 'rm -rf /'", "sudo -u root rm -rf /",
+     "env -i rm -rf /", "nice rm -rf /",
+     "timeout 5 rm -rf /", "echo / | xargs rm -rf", "true & rm -rf /", "$(rm -rf /)", "`rm -rf /`"],
+)
+def test_rm_rf_is_blocked_however_it_is_spelt(home, command):
+    set_rules(home, one_line("Bash: rm -rf* — never delete recursively", "rm"))
+    output = run_hook(home, bash(command)).output
+    assert output["permissionDecision"] == "deny", command
+    assert output["permissionDecisionReason"].startswith("Blocked by CEMS rule rm: never delete recursively")
+
+
+@pytest.mark.parametrize("command", ["git push -f origin main", "git push origin main --force"])
+def test_force_push_is_blocked_in_any_option_order(home, command):
+    set_rules(home, one_line("Bash: git push --force* — rewrites history", "fp"))
+    assert run_hook(home, bash(command)).output["permissionDecision"] == "deny"
+
+
+@pytest.mark.parametrize("command", ["rm -r build", "echo 'rm -rf /'", "git push origin main"])
+def test_lookalikes_pass(home, command):
+    set_rules(home, one_line("Bash: rm -rf*", "rm"), one_line("Bash: git push --force*", "fp"))
+    assert_silent(run_hook(home, bash(command)))
+
+
+def edit_payload(tool: str, file_path: str, cwd: str) -> dict:
+    tool_input = {"file_path": file_path, "old_string": "a", "new_string": "b"}
+    if tool == "Write":
+        tool_input = {"file_path": file_path, "content": "x"}
+    elif tool == "MultiEdit":
+        tool_input = {"file_path": file_path, "edits": [{"old_string": "a", "new_string": "b"}]}
+    return {"session_id": "s1", "hook_event_name": "PreToolUse", "cwd": cwd, "tool_name": tool,
+            "tool_input": tool_input, "tool_use_id": "toolu_1"}
+
+
+@pytest.mark.parametrize("tool", ["Edit", "Write", "MultiEdit"])
+@pytest.mark.parametrize("path", ["/repo/migrations/001.sql", "migrations/001.sql", "./migrations/001.sql",
+                                  "/repo/src/../migrations/001.sql"])
+def test_edit_rules_guard_every_editing_tool_relative_to_the_session(home, tool, path):
+    set_rules(home, make_rule("migrations/*", "Edit", action="ask", reason="frozen", id="mig"))
+    assert run_hook(home, edit_payload(tool, path, "/repo")).output["permissionDecision"] == "ask"
+
+
+def test_edit_rules_do_not_reach_outside_the_session(home):
+    set_rules(home, make_rule("migrations/*", "Edit", action="ask", id="mig"))
+    assert_silent(run_hook(home, edit_payload("Write", "/elsewhere/migrations/001.sql", "/repo")))
+    assert_silent(run_hook(home, edit_payload("Read", "/repo/migrations/001.sql", "/repo")))
+
+
+def test_catastrophic_regex_in_the_snapshot_is_cut_off(home):
+    import time
+
+    # `cems rule add` refuses (a+)+$; a snapshot can still hold one (hand-edited, or stored earlier).
+    snapshot = {"version": 1, "rules": [
+        {"id": "slow", "tool": "Bash", "pattern": "(a+)+$", "action": "block", "regex": True},
+        {"id": "fp", "tool": "Bash", "pattern": "git push --force*", "action": "warn"},
+    ]}
+    (home / "rules.snapshot.json").write_text(json.dumps(snapshot))
+    started = time.monotonic()
+    result = run_hook(home, bash("git push --force " + "a" * 60 + "!"))
+    assert time.monotonic() - started < 5
+    assert result.code == 0
+    assert "rule fp" in result.output["additionalContext"]
+
+
 # --- projects -------------------------------------------------------------------------------------------
 
 def make_repo(root: Path, remote: str) -> Path:
@@ -339,7 +413,8 @@ def imported_modules(home: Path, stdin: dict) -> set[str]:
     return {name for name in lines if name and name != "imported package"}
 
 
-@pytest.mark.parametrize("command", ["git status", "cd x && git push --force"])
+@pytest.mark.parametrize("command", ["git status", "cd x && git push --force",
+                                     "git commit -m 'a \"b\"' && sudo -u root \\rm -rf $(pwd)/x"])
 def test_hot_path_imports_nothing_heavy(home, command):
     set_rules(home, make_rule("git push --force*", "Bash"), make_rule("*.env", "Edit", action="ask"),
               make_rule(r"^kubectl\s+delete", "Bash", regex=True),
@@ -348,3 +423,11 @@ def test_hot_path_imports_nothing_heavy(home, command):
     assert "cems_cli.rules.matcher" in modules
     assert not modules & FORBIDDEN_ON_HOT_PATH, modules & FORBIDDEN_ON_HOT_PATH
     assert not {m for m in modules if m.split(".")[0] in {"pydantic", "typer", "rich", "psycopg", "numpy"}}
+
+
+@pytest.mark.parametrize("command", ["git status --short", "cd repo && git push --force origin main"])
+def test_plain_commands_do_not_load_the_shell_lexer(home, command):
+    set_rules(home, make_rule("git push --force*", "Bash"), make_rule("rm -rf*", "Bash"))
+    modules = imported_modules(home, bash(command))
+    assert "cems_cli.rules.matcher" in modules and "cems_cli.rules.shell" not in modules
+    assert "cems_cli.rules.shell" in imported_modules(home, bash("echo 'x' | sh"))

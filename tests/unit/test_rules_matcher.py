@@ -89,8 +89,19 @@ MATCH_TABLE = [
     ("/etc/*", "Write", {}, "Write", {"file_path": "/etc/hosts"}, True),
     ("*.ipynb", "NotebookEdit", {}, "NotebookEdit", {"notebook_path": "/home/dev/app/a.ipynb"}, True),
     ("*.lock", "MultiEdit", {}, "MultiEdit", {"file_path": "/home/dev/app/poetry.lock"}, True),
-    # a rule on Edit does not fire for Write
-    ("*.env", "Edit", {}, "Write", {"file_path": "/home/dev/app/.env"}, False),
+    # a rule on Edit guards every tool that changes a file; a rule on Write only Write
+    ("*.env", "Edit", {}, "Write", {"file_path": "/home/dev/app/.env"}, True),
+    ("*.env", "Edit", {}, "MultiEdit", {"file_path": "/home/dev/app/.env"}, True),
+    ("*.ipynb", "Edit", {}, "NotebookEdit", {"notebook_path": "/home/dev/app/a.ipynb"}, True),
+    ("*.env", "Edit", {}, "Read", {"file_path": "/home/dev/app/.env"}, False),
+    ("*.env", "Write", {}, "Edit", {"file_path": "/home/dev/app/.env"}, False),
+    ("*.env", "MultiEdit", {}, "Write", {"file_path": "/home/dev/app/.env"}, False),
+    # paths are also tried normalised, absolute, and relative to the session's directory
+    ("migrations/*", "Edit", {}, "Write", {"file_path": "./migrations/001.sql"}, True),
+    ("migrations/*", "Edit", {}, "Edit", {"file_path": "/home/dev/app/tmp/../migrations/001.sql"}, True),
+    ("/home/dev/app/migrations/*", "Edit", {}, "Edit", {"file_path": "migrations/001.sql"}, True),
+    ("/etc/*", "Write", {}, "Write", {"file_path": "/tmp/../etc/hosts"}, True),
+    ("migrations/*", "Edit", {}, "Edit", {"file_path": "/home/dev/app/../other/migrations/001.sql"}, False),
     # WebFetch matches url
     ("https://*.internal/*", "WebFetch", {}, "WebFetch", {"url": "https://wiki.internal/page"}, True),
     ("https://*.internal/*", "WebFetch", {}, "WebFetch", {"url": "https://example.com/"}, False),
@@ -271,7 +282,12 @@ def test_strip_prefixes(command, bare):
 def test_candidate_values_for_paths_and_fallback():
     assert candidate_values("file_path", {"file_path": "/r/src/a.py"}, "/r") == ["/r/src/a.py", "src/a.py"]
     assert candidate_values("file_path", {"file_path": "/elsewhere/a.py"}, "/r") == ["/elsewhere/a.py"]
-    assert candidate_values("file_path", {"file_path": "rel/a.py"}, "/r") == ["rel/a.py"]
+    assert candidate_values("file_path", {"file_path": "rel/a.py"}, "/r") == ["rel/a.py", "/r/rel/a.py"]
+    assert candidate_values("file_path", {"file_path": "./rel/../a.py"}, "/r") == ["./rel/../a.py", "/r/a.py",
+                                                                                  "a.py"]
+    assert candidate_values("file_path", {"file_path": "./a.py"}, None) == ["./a.py", "a.py"]
+    assert candidate_values("file_path", {"file_path": "/r/../x/a.py"}, "/r") == ["/r/../x/a.py", "/x/a.py"]
+    assert candidate_values("file_path", {"file_path": "/r/..x/a.py"}, "/r") == ["/r/..x/a.py", "..x/a.py"]
     assert candidate_values("", {"a": "x", "b": 2, "c": "y"}) == ["x", "y"]
     assert candidate_values("", {"b": 2}) == [""]
     assert candidate_values("url", {"url": ["x"]}) == []
@@ -382,3 +398,220 @@ def test_regex_rules_that_cannot_match_do_not_compile():
     assert (r"^kubectl\s+delete", True) not in matcher._cache
     kubectl = rule(r"^kubectl\s+delete", regex=True)
     assert decide([kubectl], "Bash", {"command": "kubectl  delete x"}) is not None
+
+
+# --- the command as the shell sees it ---------------------------------------------------------------------
+# `cems rule add "Bash: rm -rf*"` and `"Bash: git push --force*"`: every one of these runs the forbidden
+# command, and each got past the rule when commands were matched as plain text.
+
+RM_RF = "Bash: rm -rf*"
+FORCE_PUSH = "Bash: git push --force*"
+EVASIONS = [
+    (RM_RF, "/bin/rm -rf /"),
+    (RM_RF, "\\rm -rf /"),
+    (RM_RF, "'rm' -rf /"),
+    (RM_RF, '"rm" -rf /'),
+    (RM_RF, "r''m -rf /"),
+    (RM_RF, "rm -fr /"),
+    (RM_RF, "rm -r -f /"),
+    (RM_RF, "rm -Rf /"),
+    (RM_RF, "rm -f -R /"),
+    (RM_RF, "rm --recursive --force /"),
+    (RM_RF, "rm --force -r build"),
+    (RM_RF, "rm -v -rf /"),
+    (RM_RF, "rm / -rf"),
+    (RM_RF, "bash -c 'rm -rf /'"),
+    (RM_RF, "sh -c 'rm -rf /'"),
+    (RM_RF, 'sh -c "rm -fr /"'),
+    (RM_RF, "zsh -c 'cd / && rm -rf x'"),
+    (RM_RF, "dash -ec 'rm -rf /'"),
+    (RM_RF, "bash -o pipefail -c 'rm -rf /'"),
+    (RM_RF, "sh -c \"bash -c 'rm -rf /'\""),
+    (RM_RF, "sudo -u root rm -rf /"),
+    (RM_RF, "sudo -E -H -- rm -rf /"),
+    (RM_RF, "sudo --user=root /bin/rm -rf /"),
+    (RM_RF, "env -i rm -rf /"),
+    (RM_RF, "env -u HOME FOO=1 rm -rf /"),
+    (RM_RF, "nice rm -rf /"),
+    (RM_RF, "nice -n 19 rm -rf /"),
+    (RM_RF, "nohup rm -rf / &"),
+    (RM_RF, "timeout 10 rm -rf /"),
+    (RM_RF, "timeout -s KILL 10s rm -rf /"),
+    (RM_RF, "echo / | xargs rm -rf"),
+    (RM_RF, "find . -name x | xargs -0 -n 1 rm -rf"),
+    (RM_RF, "command rm -rf /"),
+    (RM_RF, "exec rm -rf /"),
+    (RM_RF, "time rm -rf /"),
+    (RM_RF, "stdbuf -oL rm -rf /"),
+    (RM_RF, "true & rm -rf /"),
+    (RM_RF, "true;rm -rf /"),
+    (RM_RF, "true\nrm -rf /"),
+    (RM_RF, "$(rm -rf /)"),
+    (RM_RF, "echo $(rm -rf /)"),
+    (RM_RF, 'echo "$(rm -rf /)"'),
+    (RM_RF, "x=$(rm -rf /)"),
+    (RM_RF, "`rm -rf /`"),
+    (RM_RF, "echo `rm -rf /`"),
+    (RM_RF, "cat <(rm -rf /)"),
+    (RM_RF, "eval 'rm -rf /'"),
+    (RM_RF, "find / -exec rm -rf {} +"),
+    (RM_RF, "$'rm' -rf /"),
+    (RM_RF, "$'\\x72\\x6d' -rf /"),
+    (RM_RF, "r\\\nm -rf /"),  # line continuation inside the word
+    (RM_RF, "ls # don't\nrm -rf /"),  # the quote is in a comment
+    (RM_RF, "cat <<EOF\ndon't\nEOF\nrm -rf /"),  # ...and in a here-document
+    (RM_RF, "bash <<< 'rm -rf /'"),
+    (RM_RF, "(( x = 1 << 2 ))\n\\rm -rf /"),  # a shift, not a here-document: the next line runs
+    (RM_RF, "if true; then rm -rf /; fi"),
+    (RM_RF, "f() { rm -rf /; }; f"),
+    (RM_RF, "(cd / && rm -rf x)"),
+    (RM_RF, "rm -rf / 2>/dev/null"),
+    (FORCE_PUSH, "git push -f origin main"),
+    (FORCE_PUSH, "git push origin main --force"),
+    (FORCE_PUSH, "git push origin main -f"),
+    (FORCE_PUSH, "git push -fu origin main"),
+    (FORCE_PUSH, "git push origin +main"),
+    (FORCE_PUSH, "git -C repo push -f"),
+    (FORCE_PUSH, "git -c push.default=current --no-pager push --force"),
+    (FORCE_PUSH, "/usr/bin/git push -f"),
+    (FORCE_PUSH, "'git' push -f"),
+    (FORCE_PUSH, "sudo git push -f"),
+    (FORCE_PUSH, "bash -c 'git push -f'"),
+]
+
+
+def one_line_rule(text: str):
+    from cems_cli.rules.parse import parse_one_line
+
+    return make_rule(**parse_one_line(text))
+
+
+@pytest.mark.parametrize(("rule_text", "command"), EVASIONS)
+def test_commands_are_matched_as_the_shell_runs_them(rule_text, command):
+    decision = decide([one_line_rule(rule_text)], "Bash", {"command": command})
+    assert decision is not None and decision.action == "block", (rule_text, command)
+
+
+@pytest.mark.parametrize(
+    ("rule_text", "command"),
+    [
+        (RM_RF, "rm -r build"),  # -f missing
+        (RM_RF, "rm -f build"),  # -r missing
+        (RM_RF, "echo rm -rf /"),
+        (RM_RF, "echo 'rm -rf /'"),
+        (RM_RF, "grep -rf patterns.txt ."),
+        (RM_RF, "git rm -rf build"),
+        (RM_RF, "printf '%s' \"$x\" # rm -rf /"),  # a comment runs nothing
+        (RM_RF, "cat <<'EOF' > notes.md\nnever run: rm -fr /\nEOF"),  # prose in a here-document
+        (RM_RF, "bash -n script.sh"),
+        (RM_RF, "sh -c 'echo rm -rf /'"),
+        (RM_RF, "rmdir -p a/b"),
+        (FORCE_PUSH, "git push origin main"),
+        (FORCE_PUSH, "git push -u origin feature"),
+        (FORCE_PUSH, "git pull -f"),
+        (FORCE_PUSH, "git commit -m 'push --force later'"),
+        (FORCE_PUSH, "git -C push status -f"),
+        (FORCE_PUSH, "echo git push -f"),
+    ],
+)
+def test_lookalikes_are_not_matched(rule_text, command):
+    assert decide([one_line_rule(rule_text)], "Bash", {"command": command}) is None, command
+
+
+def test_here_documents_fed_to_a_shell_are_parsed():
+    assert decide([one_line_rule(RM_RF)], "Bash", {"command": "bash <<'EOF'\nrm -fr /\nEOF"}) is not None
+    assert decide([one_line_rule(RM_RF)], "Bash", {"command": "cat <<EOF\n$(rm -fr /)\nEOF"}) is not None
+
+
+def test_plain_text_matching_is_kept():
+    # Patterns that do not read as a command still match the text, as before.
+    assert decide([rule("*--no-verify*")], "Bash", {"command": "git commit --no-verify -m x"}) is not None
+    assert decide([rule("*| sh")], "Bash", {"command": "curl -s https://x.sh | sh"}) is not None
+    # `--force*` as text also covers --force-with-lease; the option-set match would not.
+    assert decide([one_line_rule(FORCE_PUSH)], "Bash", {"command": "git push --force-with-lease"}) is not None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "command", "expected"),
+    [
+        ("rm -rf /", "rm -fr /", True),
+        ("rm -rf /", "rm -rf /tmp", False),  # a closed pattern keeps its operands exact
+        ("rm -rf /*", "rm -fr /tmp", True),
+        ("rm -rf /*", "rm -fr tmp", False),
+        ("git push", "git push -v", True),  # options beyond the rule's are allowed
+        ("git push", "git push origin", False),
+        ("git checkout -- *", "git checkout -- a.py", True),
+        ("git checkout -- *", "git checkout main", False),
+        ("git reset --hard*", "git reset origin/main --hard", True),
+        ("git clean -fd*", "git clean -d -f", True),
+        ("git clean -fd*", "git clean -f", False),
+        ("chmod -R 777*", "chmod 777 -R /", True),
+        ("npm publish*", "npm --dry-run publish", True),  # options may come anywhere
+        ("npm publish*", "npm --registry x publish", False),  # ...but an option's value reads as an operand
+        ("npm publish*", "npm view publish", False),  # operands keep their order
+        ("kubectl delete*", "sudo kubectl delete pod x", True),
+        ('printf "a  b"*', "printf 'a  b' x", True),
+    ],
+)
+def test_glob_rules_compare_name_operands_and_option_set(pattern, command, expected):
+    assert (decide([rule(pattern)], "Bash", {"command": command}) is not None) == expected
+
+
+def test_decision_value_is_the_command_as_run():
+    command = "cd / && sudo -u root \\rm -fr --one-file-system x"
+    decision = decide([one_line_rule(RM_RF)], "Bash", {"command": command})
+    assert decision is not None and decision.value == "rm -fr --one-file-system x"
+
+
+def test_command_candidates_include_the_parsed_commands():
+    assert candidate_values("command", {"command": "sudo -u root /bin/rm -fr '/tmp/a b'"}) == [
+        "sudo -u root /bin/rm -fr '/tmp/a b'",
+        "-u root /bin/rm -fr '/tmp/a b'",
+        "sudo -u root /bin/rm -fr /tmp/a b",
+        "rm -fr /tmp/a b",
+    ]
+
+
+def test_regex_rules_see_the_parsed_commands_too():
+    assert decide([rule(r"^rm\s", regex=True)], "Bash", {"command": "\\rm -rf /"}) is not None
+    assert decide([rule(r"^rm\s", regex=True)], "Bash", {"command": "bash -c 'rm x'"}) is not None
+
+
+def test_a_parser_failure_leaves_text_matching_on(monkeypatch):
+    from cems_cli.rules import shell
+
+    def broken(text):
+        raise ValueError("parser bug")
+
+    monkeypatch.setattr(shell, "simple_commands", broken)
+    command = "echo 'x' && git push --force"
+    assert decide([rule("git push --force*")], "Bash", {"command": command}) is not None
+
+
+# --- regex rules run within a time budget ----------------------------------------------------------------
+
+
+def test_a_catastrophic_regex_is_cut_off_and_the_other_rules_still_apply():
+    import time
+
+    # Snapshot records are not validated: a hand-edited snapshot (or a rule stored before `cems rule add`
+    # refused such patterns) can hold one.
+    slow = SnapshotRule({"id": "slow", "tool": "Bash", "pattern": r"(a+)+$", "action": "block",
+                         "regex": True})
+    slower = SnapshotRule({"id": "slower", "tool": "Bash", "pattern": r"(x|x)+y", "action": "block",
+                           "regex": True})
+    warn = SnapshotRule({"id": "warn", "tool": "Bash", "pattern": "echo *", "action": "warn"})
+    started = time.monotonic()
+    decision = decide([slow, slower, warn], "Bash", {"command": "echo " + "a" * 40 + "! " + "x" * 40})
+    elapsed = time.monotonic() - started
+    assert decision is not None and decision.rule.id == "warn"
+    assert elapsed < matcher.REGEX_BUDGET_SECONDS + 0.5
+
+
+def test_the_regex_budget_leaves_no_timer_or_handler_behind():
+    import signal
+
+    before = signal.getsignal(signal.SIGALRM)
+    assert decide([rule(r"^git\s+push", regex=True)], "Bash", {"command": "git push"}) is not None
+    assert signal.getsignal(signal.SIGALRM) == before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
