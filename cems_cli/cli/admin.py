@@ -12,7 +12,7 @@ db_app = typer.Typer(help="The embedded PostgreSQL server.", no_args_is_help=Tru
 def _server_state() -> dict:
     from cems_cli.config import get_settings
     from cems_cli.paths import pgdata_path
-    from cems_cli.store.server import data_dir_size, read_postmaster
+    from cems_cli.store.server import data_dir, data_dir_size, read_postmaster
 
     settings = get_settings()
     if settings.database_url:
@@ -24,6 +24,7 @@ def _server_state() -> dict:
     return {
         "embedded": True,
         "location": str(pgdata),
+        "data_dir": str(data_dir(pgdata)),  # where the cluster really is (as root: under /var/lib/cems)
         "running": state is not None,
         "pid": state.pid if state else None,
         "socket": str(state.socket_dir) if state and state.socket_dir else None,

@@ -10,7 +10,7 @@ import psycopg
 from cems_cli.config import Settings
 from cems_cli.paths import pgdata_path
 from cems_cli.store import migrations
-from cems_cli.store.server import ServerError, ensure_server
+from cems_cli.store.server import ServerError, data_dir, ensure_server, password_file
 
 _log = logging.getLogger("cems.db")
 
@@ -40,7 +40,7 @@ def locate(settings: Settings, *, start: bool = True) -> Location:
         state = ensure_server(pgdata)
     except ServerError as error:
         raise StoreError(str(error)) from None
-    return Location(state.conninfo(), f"embedded PostgreSQL in {pgdata}", embedded=True)
+    return Location(state.conninfo(), f"embedded PostgreSQL in {data_dir(pgdata)}", embedded=True)
 
 
 def _safe_url(url: str) -> str:
@@ -64,6 +64,13 @@ def connect(
         conn = psycopg.connect(location.conninfo, autocommit=autocommit, connect_timeout=10)
     except psycopg.OperationalError as error:
         reason = str(error).strip().splitlines()[-1] if str(error).strip() else "connection failed"
+        if location.embedded and "password authentication failed" in str(error):
+            reason = "password authentication failed"
+            # pg.pass no longer matches the cluster (copied or edited): the next start sets a new one.
+            reason += (
+                f"; fix: remove {password_file(pgdata_path(settings.home))} and run `cems db stop`, "
+                "the next command sets a new password"
+            )
         raise StoreError(f"cannot reach {location.description}: {reason}") from None
     except psycopg.ProgrammingError as error:
         raise StoreError(f"invalid CEMS_DATABASE_URL: {error}") from None
