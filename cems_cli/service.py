@@ -153,8 +153,10 @@ class MemoryService:
         expires_at: datetime | None = None,
         context: str | None = None,
     ) -> NewMemory:
-        """Validate and clean one memory (privacy rules applied) without touching the database."""
-        from cems_cli.text.redact import sanitize_for_storage
+        """Validate and clean one memory (privacy rules applied) without touching the database. Every
+        stored text is sanitized, not just the content: titles, tags and reasons are searched, listed,
+        exported and shared like it."""
+        from cems_cli.text.redact import sanitize_field, sanitize_for_storage, sanitize_tags
 
         try:
             cleaned = clean_text(text)
@@ -176,12 +178,12 @@ class MemoryService:
             content=content,
             category=category_value,
             scope=scope_value,
-            tags=parse_tags(tags),
-            title=(title.strip() or None) if title else None,
-            source=source,
-            source_ref=project,
+            tags=sanitize_tags(parse_tags(tags)),
+            title=sanitize_field(title),
+            source=sanitize_field(source) if source else source,
+            source_ref=sanitize_field(project) if project else project,
             pinned=pin,
-            pin_reason=pin_reason if pin else None,
+            pin_reason=sanitize_field(pin_reason) if pin else None,
             pin_category=pin_category_value if pin else None,
             created_at=created_at,
             expires_at=expires_at,
@@ -351,7 +353,9 @@ class MemoryService:
         unpin: bool = False,
     ) -> str:
         from cems_cli.store import memories
+        from cems_cli.text.redact import sanitize_field
 
+        reason = sanitize_field(reason)  # stored beside the content, so kept to the same privacy rules
         try:
             category = parse_choice(PinCategory, pin_category, "pin category").value if pin_category else None
         except ValueError as error:

@@ -230,19 +230,37 @@ def _tail(text: str, limit: int) -> str:
 
 
 # When may redaction change a text? Every secret `redact_secrets` recognises contains one of these lowercase
-# substrings (and `<private>` contains "private"): a shape of its own, or a secret-ish name followed by a
-# separator (`KEY=…`, `"token": …`, `--password …`, `Authorization: …`). ASCII text without any comes out
-# of redaction unchanged, so the hook need not import the redaction module, whose ~15 regular expressions
-# take 10–30 ms to compile: a third of the hook's budget, spent on every `ls`. Written for the shapes in
-# REDACTION_KINDS; tests/unit/test_tool_patterns.py fails when redact.py gains a shape not listed there.
+# substrings (and `<private>` contains "private"): a shape of its own, a client with its password option
+# (`mysql … -p…`, `curl … -u …`), or a secret-ish name followed by a separator (`KEY=…`, `"token": …`,
+# `--password …`, `Authorization: …`, `X-Api-Key: …`). ASCII text without any comes out of redaction
+# unchanged, so the hook need not import the redaction module, whose ~45 regular expressions take 10–30 ms
+# to compile: a third of the hook's budget, spent on every `ls`. Written for the shapes in REDACTION_KINDS;
+# tests/unit/test_tool_patterns.py fails when redact.py gains a shape not listed there, and
+# tests/unit/test_redact_shortcut.py when a shape's gate is missing here.
 _SHAPE_TRIGGERS = tuple(
-    "private :// akia asia ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ sk- k_live_ k_test_ xox aiza eyj".split()
+    "private :// akia asia ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ sk- k_live_ k_test_ xox aiza eyj "
+    "hooks.slack.com discord cookie hf_ api_org_ npm_ sg. glpat- gldt- glptt- glrt- gloas- glcbt- glsoat- "
+    "glffct- glagent- glimt- glft-".split()
+)
+# Clients whose password options redaction knows, each with the option spellings (lowercased) one of which
+# its redaction needs: `test_login PASSED` names no `docker login -p`.
+_COMMAND_TRIGGERS = (
+    ("mysql", ("-p",)), ("mariadb", ("-p",)), ("sshpass", ("-p",)), ("login", ("-p",)),
+    ("curl", ("-u", "-b", "--cookie")), ("redis-cli", ("-a", "-p")), ("ldap", ("-w",)),
+    ("openssl", ("pass:",)),
 )
 _NAME_TRIGGERS = tuple("secret token pass pwd key cred auth".split())
-_SEPARATORS = ("=", ":", "--")
+# What may follow a secret-ish word before the separator in the patterns of redact.py: at most 40 more key
+# characters (`pass` + `word`), a quote closing a quoted key, at most 64 blanks. Checked in a window of 128.
+_KEY_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_.-"
+_KEY_TAIL = 40
+_QUOTES = "\"'`"
+_FLAG_CHARS = "abcdefghijklmnopqrstuvwxyz-"
+_WORD_OR_DASH = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 REDACTION_KINDS = frozenset(
     "private_key password bearer aws_access_key aws_secret_key github_token anthropic_key openai_key "
-    "stripe_key slack_token google_api_key jwt".split()
+    "stripe_key slack_token google_api_key jwt slack_webhook discord_webhook api_key cookie gitlab_token "
+    "huggingface_token npm_token sendgrid_key".split()
 )
 
 
@@ -254,7 +272,46 @@ def may_need_redaction(text: str) -> bool:
     lowered = text.lower()
     if any(trigger in lowered for trigger in _SHAPE_TRIGGERS):
         return True
-    return any(name in lowered for name in _NAME_TRIGGERS) and any(sep in text for sep in _SEPARATORS)
+    if any(name in lowered and any(option in lowered for option in options)
+           for name, options in _COMMAND_TRIGGERS):
+        return True
+    return _names_a_value(lowered) or _flags_a_value(lowered)
+
+
+def _names_a_value(lowered: str) -> bool:
+    """A secret-ish word, then key characters, a quote, blanks and `:` or `=`: every assignment and header
+    redaction recognises looks so (`DB_PASSWORD=`, `"api_key": `, `Authorization:`). Pytest's `PASSED` and
+    prose do not, which spares most outputs the import. Slices and `lstrip` keep each occurrence's check
+    short and in C."""
+    for name in _NAME_TRIGGERS:
+        found = lowered.find(name)
+        while found >= 0:
+            after = found + len(name)
+            window = lowered[after : after + 128]
+            rest = window.lstrip(_KEY_CHARS)
+            if len(window) - len(rest) <= _KEY_TAIL:
+                if rest[:1] and rest[0] in _QUOTES:
+                    rest = rest[1:]
+                if rest.lstrip(" \t")[:1] in ("=", ":"):
+                    return True
+            found = lowered.find(name, after)
+    return False
+
+
+def _flags_a_value(lowered: str) -> bool:
+    """`--password x`, `--db-token x`: an option starting a word whose dashed words include a secret-ish one
+    (redact.py's flag pattern spans at most 6 words of 30 letters after the `--`)."""
+    found = lowered.find("--")
+    while found >= 0:
+        if found and lowered[found - 1] in _WORD_OR_DASH:
+            found = lowered.find("--", found + 1)  # inside a word or a run of dashes: not an option start
+            continue
+        window = lowered[found + 2 : found + 202]
+        run = window[: len(window) - len(window.lstrip(_FLAG_CHARS))]
+        if any(name in run for name in _NAME_TRIGGERS):
+            return True
+        found = lowered.find("--", found + 2 + len(run))
+    return False
 
 
 def _redact(text: str) -> str:
@@ -266,7 +323,9 @@ def _redact(text: str) -> str:
 
 
 def _strip_private(text: str) -> str:
-    if "<" not in text or not may_need_redaction(text):
+    # Only a `<private` tag changes anything here; ASCII text without "private" skips the scan of every
+    # trigger (the whole of a megabyte output passes through here, not just the clipped windows).
+    if "<" not in text or (text.isascii() and "private" not in text.lower()):
         return text
     from cems_cli.text.redact import strip_private
 

@@ -21,9 +21,16 @@ def rule_text(rule: Rule) -> str:
 
 def add_rules(svc: MemoryService, rules: list[Rule]) -> list[tuple[Rule, bool]]:
     """Store rules (all or nothing) and rewrite the snapshot; returns each rule and whether it is new."""
+    from dataclasses import replace
+
     from cems_cli.rules.refresh import write_rules_snapshot
     from cems_cli.store.rules import insert_rule_spec
+    from cems_cli.text.redact import sanitize_field
 
+    # The reason is free text kept in the rule table and the snapshot file: the same privacy rules as any
+    # memory text. The pattern is not redacted: it is what the rule matches, and redacting it would change
+    # which commands are stopped.
+    rules = [replace(rule, reason=sanitize_field(rule.reason) or "") for rule in rules]
     prepared = [
         (
             rule,

@@ -9,13 +9,16 @@ from cems_cli.rules.snapshot import write_snapshot
 
 
 def rules_from_rows(rows) -> list[Rule]:
+    from cems_cli.text.redact import sanitize_field
+
     return [
         Rule(
             id=r.id,
             tool=r.tool,
             pattern=r.pattern,
             action=r.action,
-            reason=r.reason,
+            # Rows stored before reasons were redacted must not reach the snapshot file or a shared copy raw.
+            reason=sanitize_field(r.reason) or "",
             field=r.field,
             regex=r.regex,
             project=r.project,

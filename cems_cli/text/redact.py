@@ -1,18 +1,42 @@
 """Privacy for every write path: drop `<private>` blocks, replace secrets with `[REDACTED:kind]`.
 
-Secrets are recognised two ways: by their own shape (provider tokens, JWTs, PEM private keys, passwords in
-URLs, Authorization headers), and by the name they are assigned to (`DB_PASSWORD=…`, `"api_key": "…"`).
-The second way is where false positives live, so it keeps the key, redacts only the value, and leaves
+Secrets are recognised three ways:
+* by their own shape: provider tokens (GitHub, GitLab, OpenAI, Anthropic, Stripe, Slack, Google, Hugging Face,
+  npm, SendGrid), JWTs, PEM and PGP private keys, AWS key ids and a 40-character AWS secret next to one, Slack
+  and Discord webhook URLs, passwords in URLs;
+* by their place: HTTP headers (`Authorization:` with any scheme, `X-Api-Key:` and its kin, the values of
+  `Cookie:` and `Set-Cookie:`) and the password options of common clients (`mysql -pX`, `curl -u user:pw`,
+  `sshpass -p X`, `docker login -p X`, `redis-cli -a X`, `ldapsearch -w X`, `openssl -passin pass:X`);
+* by the name they are assigned to (`DB_PASSWORD=…`, `"api_key": "…"`, `AccountKey=…`, `API_KEY = a1b2c3d4`).
+The last two ways are where false positives live, so they keep the name, redact only the value, and leave
 values that are plainly code or references alone: `password = get_password()`, `token: str`,
-`API_KEY=${API_KEY}`, `secret = settings.secret`.
+`API_KEY=${API_KEY}`, `secret = settings.secret`, `Authorization: Bearer $TOKEN`, `{"x-api-key": apiKey}`.
+
+Every pattern runs in time linear in the length of the text, whatever the text: hooks redact tool output that
+anyone can shape, and one quadratic pattern turns a 200 KB output into seconds of CPU on the agent's path.
+The rules that keep it so (tests/unit/test_redact_linear.py runs every pattern on adversarial inputs):
+* a match may only start where no earlier start could have scanned the same characters: a look-behind keeps
+  starts to the beginning of a run of the characters the pattern loops over (`(?<![A-Za-z0-9_-])eyJ`), or
+  the loop is bounded (`{0,30}`), so each character is scanned by a constant number of starts;
+* a loop followed by something it cannot contain is possessive (`*+`), so a failing start gives up at once
+  instead of backtracking through the run;
+* patterns over a whole span (a command line, a header value) succeed whenever they start and leave the
+  judgement to the replacer, so the scan resumes after the span instead of retrying inside it.
+Each pattern also has gates: substrings one of which every match that changes the text contains. A text with
+none of them skips the pattern for the price of a substring search, which is what most texts (holding no
+secret at all) pay.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+
+TYPE_CHECKING = False  # `typing` costs ~25 ms to import; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
 
 _FLAGS = re.ASCII
+_FOLDED = re.ASCII | re.IGNORECASE
 
 
 def _marker(kind: str) -> str:
@@ -21,14 +45,16 @@ def _marker(kind: str) -> str:
 
 # --- <private> blocks -----------------------------------------------------------------------------------
 
-_PRIVATE_TAG = re.compile(r"<(/?)private\b[^>]*>", re.IGNORECASE)
+# `[^<>]*+`: a tag ends before the next `<`, so `<private<private…` is scanned once, not once per `<`.
+_PRIVATE_TAG = re.compile(r"<(/?)private\b[^<>]*+>", re.IGNORECASE)
 
 
 def strip_private(text: str) -> str:
     """Remove `<private>…</private>` blocks (any case, across lines, nested). An unclosed `<private>`
     hides everything after it: the writer meant it private and forgot to close it. A stray `</private>` is
     dropped."""
-    if "<" not in text:
+    # Unicode case folding matches `prıvate` (dotless ı) too, so only ASCII text may skip on `lower()`.
+    if "<" not in text or (text.isascii() and "private" not in text.lower()):
         return text
     kept: list[str] = []
     depth = 0
@@ -44,100 +70,15 @@ def strip_private(text: str) -> str:
     return "".join(kept)
 
 
-# --- secrets recognised by shape ------------------------------------------------------------------------
+# --- helpers shared by the recognisers ------------------------------------------------------------------
 
-# (kind, pattern). Order matters: whole blocks and URLs first, generic shapes last. A pattern's optional group
-# "keep" is left in place and only the rest of the match is replaced.
-_SHAPES: list[tuple[str, re.Pattern[str]]] = [
-    ("private_key", re.compile(
-        r"-----BEGIN (?P<label>[A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END (?P=label)PRIVATE KEY-----|\Z)",
-        re.DOTALL)),
-    ("password", re.compile(
-        r"(?P<keep>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]*:)(?P<secret>[^\s@/]+)(?=@)", _FLAGS)),
-    ("bearer", re.compile(
-        r"(?P<keep>\bAuthorization[\"']?\s*[:=]\s*[\"']?(?:Bearer|Basic|Token)\s+)(?P<secret>[A-Za-z0-9\-._~+/]+=*)",
-        re.IGNORECASE | _FLAGS)),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", _FLAGS)),
-    ("aws_secret_key", re.compile(
-        r"(?P<keep>\baws_?secret(?:_?access)?_?key[\"']?[ \t]*[:=][ \t]*[\"']?)"
-        r"(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
-        re.IGNORECASE | _FLAGS)),
-    ("github_token", re.compile(
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{22,255})\b", _FLAGS)),
-    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}", _FLAGS)),
-    # OpenAI: sk-…, sk-proj-…, sk-svcacct-…; the digit look-ahead spares kebab-case words like sk-fade-in-…
-    ("openai_key", re.compile(r"\bsk-(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_\-]{20,}", _FLAGS)),
-    ("stripe_key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}", _FLAGS)),
-    ("slack_token", re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}", _FLAGS)),
-    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", _FLAGS)),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*", _FLAGS)),
-]
-
-
-def _shape_replacer(kind: str) -> Callable[[re.Match[str]], str]:
-    def replace(match: re.Match[str]) -> str:
-        groups = match.groupdict()
-        secret = groups.get("secret")
-        if secret is None:
-            return _marker(kind)
-        if _is_placeholder(secret):
-            return match.group(0)
-        return (groups.get("keep") or "") + _marker(kind)
-
-    return replace
-
-
-# Command-line flags: `--password hunter2`. (`--password=…` is an assignment, handled below.)
-_FLAG = re.compile(
-    r"(?P<keep>(?<![\w-])--(?:[a-z]+-)*(?:password|passwd|token|secret|api-key|apikey)[ \t]+)"
-    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)",
-    re.IGNORECASE | _FLAGS,
-)
-
-
-def _replace_flag(match: re.Match[str]) -> str:
-    value = match.group("value")
-    quote = value[0] if value[0] in "\"'" else ""
-    bare = value[1:-1] if quote else value
-    # Prose about flags ("pass --token to the CLI") is followed by plain words; secrets are not.
-    if _is_placeholder(bare) or bare.startswith("-") or (not quote and bare.isalpha() and bare.islower()):
-        return match.group(0)
-    return f"{match.group('keep')}{quote}{_marker('secret')}{quote}"
-
-
-# --- secrets recognised by the name they are assigned to ------------------------------------------------
-
-# Any key containing a secret-ish word, then `=`, `:`, `:=` or `=>`, then a value on the same line; the key is
-# checked precisely in `_key_is_sensitive`. Bounded repetitions keep the scan linear over long base64 blobs.
-_ASSIGNMENT = re.compile(
-    r"(?<![\w.\-])(?P<q>[\"']?)(?=[A-Za-z0-9_.\-]{1,100}[\"']?[ \t]*[:=])"  # cheap reject: no separator
-    r"(?P<key>[A-Za-z0-9_.\-]{0,60}?"
-    r"(?:secret|token|pass|pwd|key|credential|creds|auth)"
-    r"[A-Za-z0-9_.\-]{0,40})(?P=q)"
-    r"(?P<sep>[ \t]*(?:=>|:=|[:=])[ \t]*)"
-    r"(?P<value>\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|[^\s,;'\"`})\]&]+)",
-    re.IGNORECASE | _FLAGS,
-)
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_SENSITIVE_KEY = re.compile(
-    r"(?:^|_)[A-Z0-9]*(?:SECRETS?|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|APIKEY|AUTHKEY)(?=_|$)"
-    r"|(?:^|_)(?:PWD|AUTH|PASS|CREDS)(?=_|$)"
-    r"|(?:^|_)[A-Z0-9]*(?:API|PRIVATE|ACCESS|SECRET|AUTH|SIGNING|ENCRYPTION|MASTER)_KEYS?(?=_|$)"
-)
-# A last word that makes the key describe a secret rather than hold one: TOKEN_URL, PASSWORD_FILE…
-_QUALIFIERS = frozenset(
-    "COUNT COUNTS LIMIT LIMITS LENGTH LEN SIZE TYPE TYPES KIND URL URLS URI ENDPOINT HOST PORT PATH "
-    "FILE FILES FILENAME DIR NAME NAMES ID IDS EXPIRY EXPIRES EXPIRATION AT TTL TIMEOUT MIN MAX ENABLED "
-    "DISABLED REQUIRED HEADER FIELD PARAM PROVIDER METHOD MODE POLICY RESET PROMPT HINT LABEL HELP FORMAT "
-    "SCOPE SCOPES COST BUDGET USAGE ENV VAR VARIABLE".split()
-)
-_NOT_SECRET_KEYS = frozenset({"PWD", "OLDPWD"})  # the shell's working directories
 _LITERALS = frozenset(
     "none null nil true false yes no on off undefined enabled disabled required optional auto default "
     "str string int bool boolean bytes number any object secretstr".split()
 )
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 _TYPE_NAME = re.compile(r"[A-Z][a-z]+(?:[A-Z][a-z0-9]*)*(?:\[.*\])?\Z")
+_MARKER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
 
 
 def _is_placeholder(value: str) -> bool:
@@ -148,8 +89,394 @@ def _is_placeholder(value: str) -> bool:
     return not value.strip("*xX.")
 
 
+def _is_plain_word(value: str) -> bool:
+    """A lowercase dictionary-like word: prose ("header", "required"), never a generated credential."""
+    return value.isalpha() and value.islower()
+
+
+def _splice(match: re.Match[str], group: str, replacement: str, end: int | None = None) -> str:
+    """The whole match with one group's text (up to `end`, an absolute index) replaced and the rest kept."""
+    base = match.start()
+    start, stop = match.span(group)
+    whole = match.group(0)
+    return whole[: start - base] + replacement + whole[(stop if end is None else end) - base :]
+
+
+def _quoted_value(value: str, kind: str) -> str:
+    """A command-line value with its quotes kept and its text redacted (placeholders stay)."""
+    quote = value[0] if len(value) >= 2 and value[0] in "\"'" and value[-1] == value[0] else ""
+    bare = value[1:-1] if quote else value
+    if _is_placeholder(bare):
+        return value
+    return f"{quote}{_marker(kind)}{quote}"
+
+
+# --- secrets recognised by shape ------------------------------------------------------------------------
+
+if TYPE_CHECKING:
+    Replacer = Callable[[re.Match[str]], str]
+
+
+class _Shape:
+    """One kind of secret: its gates (one of them is in every text it redacts), pattern and replacer."""
+
+    __slots__ = ("kind", "gates", "folded", "pattern", "replace")
+
+    def __init__(
+        self, kind: str, gates: Iterable[str], pattern: re.Pattern[str], replace: Replacer | None = None
+    ) -> None:
+        self.kind = kind
+        self.gates = tuple(gates)
+        # Case-insensitive patterns are gated on the lowercased text (their gates are written lowercase).
+        self.folded = bool(pattern.flags & re.IGNORECASE)
+        self.pattern = pattern
+        self.replace = replace or _replace_secret_group(kind)
+
+
+def _replace_secret_group(kind: str) -> Replacer:
+    """Replace the group `secret` (or the whole match when there is none), unless it is a placeholder."""
+    marker = _marker(kind)
+
+    def replace(match: re.Match[str]) -> str:
+        if "secret" not in match.re.groupindex:
+            return marker
+        if _is_placeholder(match.group("secret")):
+            return match.group(0)
+        return _splice(match, "secret", marker)
+
+    return replace
+
+
+# Private keys: PEM (RSA, EC, OPENSSH, ENCRYPTED…) and PGP blocks, up to their END line or, cut short, to the
+# end of the text. The label is bounded and only a `-----BEGIN ` starts a match, and a match always succeeds
+# (at worst at \Z), so the lazy scan runs once.
+_PRIVATE_KEY = re.compile(
+    r"-----BEGIN (?P<label>[A-Z0-9 ]{0,40}?)PRIVATE KEY(?P<block>(?: BLOCK)?)-----"
+    r".*?(?:-----END (?P=label)PRIVATE KEY(?P=block)-----|\Z)",
+    re.DOTALL,
+)
+
+# An AWS secret access key is 40 characters of base64 with no prefix; alone it cannot be told from other
+# base64, but within a few lines after an access key id (a CSV row, `aws configure` prompts, a chat message)
+# it is the key's secret. Both cases must occur (a git SHA-1 is 40 lowercase hex characters).
+_AWS_SECRET_NEAR_ID = re.compile(
+    r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b[\s\S]{1,160}?(?<![A-Za-z0-9/+=])"
+    r"(?P<secret>(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+    _FLAGS,
+)
+
+_URL_PASSWORD = re.compile(
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,30}+://[^\s:/@]{0,256}+:(?P<secret>[^\s@/]{1,512}+)(?=@)",
+    _FLAGS,
+)
+
+# --- command lines: one match per command (up to `;`, `|`, `&`, a backtick or the end of the line, quotes and
+# `\`-newline continuations included); `_replace_command` then redacts the password options it takes.
+_COMMAND = re.compile(
+    r"(?<![\w.\-])(?P<command>mysql(?:dump|admin|import|show|check|pump|slap|sh)?|mariadb(?:-[a-z]{2,12}+)?"
+    r"|sshpass|docker|podman|nerdctl|buildah|skopeo|helm|oras|curl|redis-cli|ldap[a-z]{2,12}+|openssl)"
+    r"(?![\w.\-])"
+    r"(?P<args>(?:\"[^\"\n]*+\"|'[^'\n]*+'|\\[\s\S]|[^\n;|&\"'`\\]++|[\"'])*+)",
+    _FOLDED,
+)
+_COMMAND_GATES = ("mysql", "mariadb", "sshpass", "login", "curl", "redis-cli", "ldap", "openssl")
+_VALUE = r"(?P<value>\"[^\"\n]*+\"|'[^'\n]*+'|[^\s\"'`]++)"
+_OPTION_VALUE = {
+    # mysql -pSECRET (attached: `-p` alone prompts, `-p db` names a database), --password[=| ]SECRET
+    "mysql": re.compile(r"(?<=\s)(?:-p(?=\S)|--password(?:=|[ \t]++)(?!-))" + _VALUE),
+    "sshpass": re.compile(r"(?<=\s)-p[ \t]*+(?!-)" + _VALUE),
+    # docker/podman/helm… `login -p SECRET` (elsewhere -p publishes a port): checked for `login` first
+    "login": re.compile(r"(?<=\s)(?:-p[ \t]*+|--password(?:=|[ \t]++))(?!-)" + _VALUE),
+    "redis-cli": re.compile(r"(?<=\s)(?:-a|--pass)[ \t]++(?!-)" + _VALUE),
+    "ldap": re.compile(r"(?<=\s)-w[ \t]*+(?!-)" + _VALUE),
+    "openssl": re.compile(r"(?<=\s)-(?:pass|passin|passout|kpass)[ \t]++[\"']?pass:(?P<value>[^\s\"']++)"),
+}
+# `login` as the subcommand (`docker login`, `helm registry login`, `docker --config d login`), not as an
+# argument: `docker run -p 80:80 app login` publishes a port.
+_LOGIN = re.compile(r"\s*+(?:\S++\s++){0,3}?login(?!\S)")
+# curl -u user:SECRET / --user / -U / --proxy-user (no colon: curl prompts, nothing to hide)
+_CURL_USER = re.compile(
+    r"(?<=\s)(?:-u|-U|--user|--proxy-user)(?:=|[ \t]*+)(?P<q>[\"'])?[^\s:\"']*+:"
+    r"(?P<value>(?(q)[^\"'\n]++|[^\s\"'`]++))"
+)
+_CURL_COOKIE = re.compile(r"(?<=\s)(?:-b|--cookie)(?:=|[ \t]++)" + _VALUE)
+
+
+def _family(command: str) -> str:
+    if command.startswith(("mysql", "mariadb")):
+        return "mysql"
+    if command.startswith("ldap"):
+        return "ldap"
+    if command in ("docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras"):
+        return "login"
+    return command
+
+
+def _redact_option(match: re.Match[str]) -> str:
+    return _splice(match, "value", _quoted_value(match.group("value"), "password"))
+
+
+def _redact_curl_user(match: re.Match[str]) -> str:
+    value = match.group("value")
+    return match.group(0) if _is_placeholder(value) else _splice(match, "value", _marker("password"))
+
+
+def _redact_curl_cookie(match: re.Match[str]) -> str:
+    return _splice(match, "value", _redact_cookie_pairs(match.group("value"), first_only=False))
+
+
+def _replace_command(match: re.Match[str]) -> str:
+    args = match.group("args")
+    family = _family(match.group("command").lower())
+    if family == "curl":
+        redacted = _CURL_COOKIE.sub(_redact_curl_cookie, _CURL_USER.sub(_redact_curl_user, args))
+    elif family == "login" and not _LOGIN.match(args):
+        return match.group(0)
+    else:
+        # sshpass takes one -p, before the command it runs (`ssh -p 2222` after it is a port)
+        redacted = _OPTION_VALUE[family].sub(_redact_option, args, count=1 if family == "sshpass" else 0)
+    return match.group(0) if redacted == args else _splice(match, "args", redacted)
+
+
+# --- HTTP headers: the name, then the value up to the quote that closes it (`-H "Authorization: …"`,
+# `{"Authorization": "…"}`; a backslash-escaped quote does not close it) or, on a bare header line, to the end
+# of the line. The value always matches once the separator is there, so the scan goes on after it.
+_HEADER_VALUE = (
+    r"(?P<cq>[\"'`])?[ \t]{0,16}+(?P<sep>[:=])[ \t]{0,16}+(?P<vq>[\"'`])?"
+    r"(?P<value>(?(vq)(?:(?!(?P=vq))[^\n\\]|\\.){1,4096}+"
+    r"|(?(oq)(?:(?!(?P=oq))[^\n\\]|\\.){1,4096}+|[^\n]{1,4096}+)))"
+)
+_AUTHORIZATION = re.compile(r"(?P<oq>[\"'`])?\b(?:Proxy-)?Authorization" + _HEADER_VALUE, _FOLDED)
+_COOKIE = re.compile(r"(?P<oq>[\"'`])?\b(?P<name>Set-Cookie|Cookie)" + _HEADER_VALUE, _FOLDED)
+# X-Api-Key, Api-Key, X-Auth-Token, Private-Token, Ocp-Apim-Subscription-Key…: a dashed name ending in key or
+# token (checked by `_key_is_sensitive`, so Sort-Key or Public-Key stay), then `:` and one token.
+_KEY_HEADER = re.compile(
+    r"(?P<oq>[\"'`])?(?<![A-Za-z0-9\-])(?P<name>(?:[A-Za-z0-9]{1,24}+-){1,4}(?:key|token)|apikey)"
+    r"(?P<cq>[\"'`])?[ \t]{0,16}+:[ \t]{0,16}+(?P<vq>[\"'`])?(?P<value>[^\s\"'`,;]{1,4096}+)",
+    _FOLDED,
+)
+# Schemes whose credentials are redacted whatever they look like; under any other scheme the credentials must
+# look like one (one opaque token, or `name=value` parameters), so prose after "Authorization:" stays.
+_AUTH_SCHEMES = frozenset(
+    "bearer basic token bot negotiate ntlm ssws apikey api-key key dpop gnap splunk jwt".split()
+)
+# Schemes whose credentials are `name=value` parameters (quoted values, commas, spaces): all redacted.
+_PARAM_SCHEMES = frozenset(
+    "digest oauth hoba mutual vapid sharedaccesssignature aws4-hmac-sha256 goog4-hmac-sha256".split()
+)
+_SCHEME = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9._~+/\-]{0,40}+)[ \t]++(?=\S)")
+# One credential: up to a blank, a quote or a backslash (the `\"` closing a JSON- or shell-escaped header).
+_CREDENTIAL = re.compile(r"[^\s\\\"'`]++")
+_AUTH_PARAM = re.compile(r"[A-Za-z0-9_\-]++[ \t]*+=")
+
+
+def _is_code_value(match: re.Match[str]) -> bool:
+    """`{"Authorization": token}`: a quoted name with an unquoted value is a program, not a header."""
+    return match.group("cq") is not None and match.group("vq") is None
+
+
+def _value_end(match: re.Match[str]) -> int:
+    """Where the header value really ends: trailing blanks and the `\\` of a JSON-escaped quote stay."""
+    value = match.group("value")
+    trimmed = value.rstrip().rstrip("\\").rstrip()
+    return match.start("value") + len(trimmed)
+
+
+def _looks_like_token(value: str) -> bool:
+    """One opaque token rather than a word or a name: long enough and not a lowercase word or identifier."""
+    if _TYPE_NAME.match(value):
+        return False  # a type annotation: `authorization: Optional[str]`
+    value = value.rstrip(",;)}]")
+    if len(value) < 8 or _is_placeholder(value) or _is_plain_word(value) or "(" in value:
+        return False
+    return not (_IDENTIFIER.match(value) and not any(c.isdigit() for c in value))
+
+
+def _replace_authorization(match: re.Match[str]) -> str:
+    if _is_code_value(match):
+        return match.group(0)
+    start, end = match.start("value"), _value_end(match)
+    body = match.string[start:end]
+    scheme = _SCHEME.match(body)
+    if scheme is None:  # one token, no scheme: `Authorization: 0a1b2c3d4e5f`
+        if any(c.isspace() for c in body) or body.lower() in _AUTH_SCHEMES or not _looks_like_token(body):
+            return match.group(0)
+        return _splice(match, "value", _marker("bearer"), end)
+    name = scheme.group("scheme").lower()
+    credentials = body[scheme.end():]
+    if _is_placeholder(credentials):
+        return match.group(0)
+    token = _CREDENTIAL.match(credentials)
+    if name in _PARAM_SCHEMES or (name not in _AUTH_SCHEMES and _AUTH_PARAM.match(credentials)
+                                  and "(" not in credentials):
+        cut = end  # parameters: everything to the end of the value
+    elif name in _AUTH_SCHEMES:
+        cut = start + scheme.end() + (token.end() if token else len(credentials))
+    elif token and token.end() == len(credentials) and _looks_like_token(credentials):
+        cut = end  # an unknown scheme and one opaque token
+    else:
+        return match.group(0)  # prose: "Authorization: the server checks it"
+    whole, base = match.group(0), match.start()
+    return whole[: start + scheme.end() - base] + _marker("bearer") + whole[cut - base :]
+
+
+def _replace_key_header(match: re.Match[str]) -> str:
+    value = match.group("value").rstrip("\\")
+    # A quoted name (`{"x-api-key": …}`) is a key in code or JSON: the assignment rules below judge it.
+    if match.group("cq") is not None or not _key_is_sensitive(match.group("name")):
+        return match.group(0)
+    if _is_placeholder(value) or _is_plain_word(value) or value.lower() in _LITERALS:
+        return match.group(0)  # `X-Api-Key: <your key>`, prose ("the X-Api-Key: header")
+    if _TYPE_NAME.match(value):
+        return match.group(0)
+    return _splice(match, "value", _marker("api_key"), match.start("value") + len(value))
+
+
+_COOKIE_PAIR = re.compile(
+    r"(?<![^;,\s\"'])(?P<name>[^=;,\s\"']{1,256}+)[ \t]*+=[ \t]*+(?P<value>[^;\s\"'\\]*+)"
+)
+
+
+def _redact_cookie_pairs(text: str, *, first_only: bool) -> str:
+    """`a=1; b=2` → `a=[REDACTED:cookie]; b=[REDACTED:cookie]` (names kept: they say what the cookie is)."""
+
+    def replace(pair: re.Match[str]) -> str:
+        value = pair.group("value")
+        if not value or _is_placeholder(value):
+            return pair.group(0)
+        return _splice(pair, "value", _marker("cookie"))
+
+    return _COOKIE_PAIR.sub(replace, text, count=1 if first_only else 0)
+
+
+def _replace_cookie(match: re.Match[str]) -> str:
+    if _is_code_value(match) or match.group("sep") != ":":
+        return match.group(0)
+    end = _value_end(match)
+    value = match.string[match.start("value"):end]
+    # Set-Cookie: the first pair is the cookie, the rest are attributes (Path, Expires…) and stay.
+    redacted = _redact_cookie_pairs(value, first_only=match.group("name").lower() == "set-cookie")
+    return match.group(0) if redacted == value else _splice(match, "value", redacted, end)
+
+
+_SHAPE_RULES: list[_Shape] = [
+    # Whole blocks, pairs and URLs first, so the tokens inside them are redacted as part of them.
+    _Shape("private_key", ["PRIVATE KEY"], _PRIVATE_KEY),
+    _Shape("aws_secret_key", ["AKIA", "ASIA"], _AWS_SECRET_NEAR_ID),
+    _Shape("aws_access_key", ["AKIA", "ASIA"], re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", _FLAGS)),
+    _Shape("aws_secret_key", ["secret"], re.compile(
+        r"\baws_?secret(?:_?access)?_?key[\"']?[ \t]{0,16}+[:=][ \t]{0,16}+[\"']?"
+        r"(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
+        _FOLDED,
+    )),
+    _Shape("password", ["://"], _URL_PASSWORD),
+    _Shape("slack_webhook", ["hooks.slack.com"], re.compile(
+        r"\bhooks\.slack\.com/(?:services|workflows|triggers)/"
+        r"(?P<secret>[A-Za-z0-9_\-]{1,64}+(?:/[A-Za-z0-9_\-]{1,64}+){0,4}+)",
+        _FOLDED,
+    )),
+    _Shape("discord_webhook", ["discord"], re.compile(
+        r"\bdiscord(?:app)?\.com/api(?:/v[0-9]{1,2})?/webhooks/(?P<secret>[0-9]{5,30}+/[A-Za-z0-9_\-]{10,200}+)",
+        _FOLDED,
+    )),
+    _Shape("password", _COMMAND_GATES, _COMMAND, _replace_command),
+    _Shape("bearer", ["authorization"], _AUTHORIZATION, _replace_authorization),
+    _Shape("api_key", ["key", "token"], _KEY_HEADER, _replace_key_header),
+    _Shape("cookie", ["cookie"], _COOKIE, _replace_cookie),
+    # Provider tokens. Each starts only at the beginning of a run of its characters (`\b` before a letter
+    # that cannot follow a token character, or a look-behind), so a run is scanned once.
+    _Shape("github_token", ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"], re.compile(
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,255}+|github_pat_[A-Za-z0-9_]{22,255}+)\b", _FLAGS
+    )),
+    _Shape("gitlab_token", ["glpat-", "gldt-", "glptt-", "glrt-", "gloas-", "glcbt-", "glsoat-", "glffct-",
+                            "glagent-", "glimt-", "glft-"], re.compile(
+        r"\bgl(?:pat|dt|ptt|rt|oas|cbt|soat|ffct|agent|imt|ft)-[A-Za-z0-9_\-]{20,300}+"
+        r"(?:\.[A-Za-z0-9_\-]{1,64}+){0,4}+",
+        _FLAGS,
+    )),
+    _Shape("anthropic_key", ["sk-ant-"], re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}+", _FLAGS)),
+    # OpenAI: sk-…, sk-proj-…, sk-svcacct-…; the digit look-ahead spares kebab-case words like sk-fade-in-…
+    _Shape("openai_key", ["sk-"], re.compile(
+        r"(?<![A-Za-z0-9_\-])sk-(?=[A-Za-z_\-]*+[0-9])[A-Za-z0-9_\-]{20,}+", _FLAGS
+    )),
+    _Shape("stripe_key", ["sk_live_", "sk_test_", "rk_live_", "rk_test_"], re.compile(
+        r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}+", _FLAGS
+    )),
+    _Shape("slack_token", ["xox"], re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}+", _FLAGS)),
+    _Shape("google_api_key", ["AIza"], re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", _FLAGS)),
+    # Hugging Face: hf_ and 34 letters of both cases (hf_hub_download and other names have underscores).
+    _Shape("huggingface_token", ["hf_", "api_org_"], re.compile(
+        r"\b(?:hf|api_org)_(?=[a-z0-9]{0,79}+[A-Z])(?=[A-Z0-9]{0,79}+[a-z])[A-Za-z0-9]{30,80}+\b", _FLAGS
+    )),
+    _Shape("npm_token", ["npm_"], re.compile(r"\bnpm_[A-Za-z0-9]{36}\b", _FLAGS)),
+    _Shape("sendgrid_key", ["SG."], re.compile(
+        r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])", _FLAGS
+    )),
+    _Shape("jwt", ["eyJ"], re.compile(
+        r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{5,}+\.eyJ[A-Za-z0-9_\-]{5,}+\.[A-Za-z0-9_\-]*+", _FLAGS
+    )),
+]
+# (kind, pattern) of every shape: what the capture spool's redaction shortcut is checked against.
+_SHAPES: list[tuple[str, re.Pattern[str]]] = [(shape.kind, shape.pattern) for shape in _SHAPE_RULES]
+
+
+# Command-line flags: `--password hunter2`. (`--password=…` is an assignment, handled below.)
+_FLAG = re.compile(
+    r"(?P<keep>(?<![\w-])--(?:[a-z]{1,30}+-){0,6}?(?:password|passwd|token|secret|api-key|apikey)[ \t]++)"
+    r"(?P<value>\"[^\"\n]*+\"|'[^'\n]*+'|[^\s\"']++)",
+    _FOLDED,
+)
+
+
+def _replace_flag(match: re.Match[str]) -> str:
+    value = match.group("value")
+    quote = value[0] if value[0] in "\"'" else ""
+    bare = value[1:-1] if quote else value
+    # Prose about flags ("pass --token to the CLI") is followed by plain words; secrets are not.
+    if _is_placeholder(bare) or bare.startswith("-") or (not quote and _is_plain_word(bare)):
+        return match.group(0)
+    return f"{match.group('keep')}{quote}{_marker('secret')}{quote}"
+
+
+# --- secrets recognised by the name they are assigned to ------------------------------------------------
+
+# Any key containing a secret-ish word, then `=`, `:`, `:=` or `=>`, then a value on the same line; the key is
+# checked precisely in `_key_is_sensitive`. Bounded repetitions keep the scan linear over long base64 blobs,
+# and the bounds (40 key characters after the word, 64 blanks) are what the capture spool's shortcut checks.
+_ASSIGNMENT = re.compile(
+    r"(?<![\w.\-])(?P<q>[\"']?)(?=[A-Za-z0-9_.\-]{1,100}+[\"']?[ \t]{0,64}+[:=])"  # cheap: no separator
+    r"(?P<key>[A-Za-z0-9_.\-]{0,60}?"
+    r"(?:secret|token|pass|pwd|key|credential|creds|auth)"
+    r"[A-Za-z0-9_.\-]{0,40})(?P=q)"
+    r"(?P<sep>[ \t]{0,64}+(?:=>|:=|[:=])[ \t]*+)"
+    r"(?P<value>\"(?:[^\"\\\n]++|\\.)*+\"|'(?:[^'\\\n]++|\\.)*+'|[^\s,;'\"`})\]&]++)",
+    _FOLDED,
+)
+_ASSIGNMENT_GATES = ("secret", "token", "pass", "pwd", "key", "cred", "auth")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SENSITIVE_KEY = re.compile(
+    r"(?:^|_)[A-Z0-9]*(?:SECRETS?|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|APIKEY|AUTHKEY)(?=_|$)"
+    r"|(?:^|_)(?:PWD|AUTH|PASS|CREDS)(?=_|$)"
+    r"|(?:^|_)[A-Z0-9]*(?:API|PRIVATE|ACCESS|SECRET|AUTH|SIGNING|ENCRYPTION|MASTER|ACCOUNT|SUBSCRIPTION)"
+    r"_KEYS?(?=_|$)"
+)
+# A last word that makes the key describe a secret rather than hold one: TOKEN_URL, PASSWORD_FILE…
+_QUALIFIERS = frozenset(
+    "COUNT COUNTS LIMIT LIMITS LENGTH LEN SIZE TYPE TYPES KIND URL URLS URI ENDPOINT HOST PORT PATH "
+    "FILE FILES FILENAME DIR NAME NAMES ID IDS EXPIRY EXPIRES EXPIRATION AT TTL TIMEOUT MIN MAX ENABLED "
+    "DISABLED REQUIRED HEADER FIELD PARAM PROVIDER METHOD MODE POLICY RESET PROMPT HINT LABEL HELP FORMAT "
+    "SCOPE SCOPES COST BUDGET USAGE ENV VAR VARIABLE".split()
+)
+_NOT_SECRET_KEYS = frozenset({"PWD", "OLDPWD"})  # the shell's working directories
+# Keys a qualifier would wrongly clear: a service account's private_key_id identifies its key pair.
+_ALWAYS_SECRET_KEYS = frozenset({"PRIVATE_KEY_ID"})
+_REST_OF_LINE_IS_BLANK = re.compile(r"[^\S\n]*+(?:#|\n|\Z)")
+
+
 def _key_is_sensitive(key: str) -> bool:
     words = _CAMEL.sub("_", key.strip("-_.")).upper().replace("-", "_").replace(".", "_")
+    if words in _ALWAYS_SECRET_KEYS:
+        return True
     if words in _NOT_SECRET_KEYS or not _SENSITIVE_KEY.search(words):
         return False
     return words.rsplit("_", 1)[-1] not in _QUALIFIERS
@@ -157,14 +484,29 @@ def _key_is_sensitive(key: str) -> bool:
 
 def _line_is_key_value(match: re.Match[str]) -> bool:
     """True when the key starts its line and the value ends it (comments aside): a YAML-style `key: value`
-    line rather than prose such as "Token: the unit of text a model reads"."""
+    line rather than prose such as "Token: the unit of text a model reads". Looks only at the indentation
+    before the key and the blanks after the value, never the whole line: a 200 KB line of `token: x` pairs
+    would otherwise be read once per pair."""
     text = match.string
-    line_start = text.rfind("\n", 0, match.start()) + 1
-    if text[line_start:match.start()].strip(" \t-") != "":
+    position = match.start()
+    while position > 0 and text[position - 1] in " \t-":
+        position -= 1
+    if position > 0 and text[position - 1] != "\n":
         return False
-    line_end = text.find("\n", match.end())
-    rest = text[match.end():] if line_end < 0 else text[match.end():line_end]
-    return not rest.strip() or rest.lstrip().startswith("#")
+    return _REST_OF_LINE_IS_BLANK.match(text, match.end()) is not None
+
+
+def _looks_generated(value: str) -> bool:
+    """A bare word after ` = ` that reads as a generated secret, not a variable: letters and digits mixed
+    (a1b2c3d4e5), or a long run of both cases (xQzTbLmRkWvPaNsE). snake_case names with a digit
+    (sha256_digest) and constants (DEFAULT_KEY2) read as code."""
+    if "_" in value and (value.islower() or value.isupper()):
+        return False
+    has_letter = any(c.isalpha() for c in value)
+    has_digit = any(c.isdigit() for c in value)
+    if len(value) >= 8 and has_letter and has_digit:
+        return True
+    return len(value) >= 16 and "_" not in value and not value.islower() and not value.isupper()
 
 
 def _value_is_secret(match: re.Match[str]) -> bool:
@@ -184,7 +526,9 @@ def _value_is_secret(match: re.Match[str]) -> bool:
     if "." in value or match.group("q"):
         return False
     if operator == "=":
-        return separator == "="  # KEY=value in .env files, shells and --flag=value; not `key = name`
+        # KEY=value in .env files, shells and --flag=value; with spaces (`key = name`, as in Python, INI,
+        # Makefiles) only a value that reads as generated.
+        return separator == "=" or _looks_generated(value)
     if operator == ":":
         return not _TYPE_NAME.match(value)  # YAML `password: hunter2`, not `api_key: SecretStr`
     return False
@@ -203,12 +547,49 @@ def redact_secrets(text: str) -> str:
     """Replace every recognised secret with `[REDACTED:kind]`, keeping the text around it."""
     if not text:
         return text
-    for kind, pattern in _SHAPES:
-        text = pattern.sub(_shape_replacer(kind), text)
-    text = _FLAG.sub(_replace_flag, text)
-    return _ASSIGNMENT.sub(_replace_assignment, text)
+    lowered: str | None = None
+    for shape in _SHAPE_RULES:
+        if shape.folded:
+            if lowered is None:
+                lowered = text.lower()
+            haystack = lowered
+        else:
+            haystack = text
+        if any(gate in haystack for gate in shape.gates):
+            replaced = shape.pattern.sub(shape.replace, text)
+            if replaced != text:
+                text, lowered = replaced, None
+    if "--" in text:
+        text = _FLAG.sub(_replace_flag, text)
+    if lowered is None:
+        lowered = text.lower()
+    if ("=" in text or ":" in text) and any(gate in lowered for gate in _ASSIGNMENT_GATES):
+        text = _ASSIGNMENT.sub(_replace_assignment, text)
+    return text
 
 
 def sanitize_for_storage(text: str) -> str:
     """What every write path stores: no `<private>` blocks, no secrets."""
     return redact_secrets(strip_private(text))
+
+
+def sanitize_field(text: str | None) -> str | None:
+    """A short stored field (a title, a pin or rule reason, a source) as it may be kept: sanitized and
+    stripped; None when nothing is left."""
+    if text is None:
+        return None
+    return sanitize_for_storage(text).strip() or None
+
+
+def sanitize_tags(tags: Iterable[str]) -> list[str]:
+    """Tags as they may be kept, in order, without repeats. A secret inside a tag becomes its marker
+    (`env=[REDACTED:secret]`); a tag that was nothing but secrets (or `<private>`) is dropped rather than
+    kept as a bare marker, which would only group unrelated memories under `[REDACTED:github_token]`."""
+    kept: list[str] = []
+    for tag in tags:
+        clean = sanitize_for_storage(tag).strip()
+        if not any(c.isalnum() for c in _MARKER.sub("", clean)):
+            continue
+        if clean not in kept:
+            kept.append(clean)
+    return kept

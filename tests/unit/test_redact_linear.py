@@ -1,0 +1,218 @@
+"""Redaction runs in linear time on any text: every pattern, on 200 KB inputs built to make it backtrack.
+
+Hooks redact tool output that anything can shape (a file, a web page, a log), on the agent's path. Before
+the rewrite, 200 KB of `sk-sk-sk-…` took 86 s in the OpenAI pattern, `a-a-a-…` 36 s in the URL-password
+pattern, `eyJ-eyJ-…` 14 s in the JWT pattern and `<private<private…` 3.5 s in the tag scan. Each input here
+is a long run of the characters a pattern loops over, or a prefix repeated with a near miss after it; a
+quadratic pattern takes seconds on them, a linear one milliseconds. The bounds are generous (this runs on
+a loaded 2-core machine); what they catch is the difference between the two.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from cems_cli.text import redact
+
+SIZE = 200_000
+
+
+def fill(unit: str) -> str:
+    return (unit * (SIZE // len(unit) + 1))[:SIZE]
+
+
+AKID = "AKIA" + "IOSFODNN7EXAMPLE"
+
+# Runs of the characters most patterns loop over: every family is also run on these.
+GENERIC = {
+    "letters": fill("a"),
+    "word-dash": fill("a-"),
+    "word-dot": fill("a."),
+    "dashes": fill("-"),
+    "base64": fill("QUJD"),
+    "base64-symbols": fill("aB3/+"),
+    "spaces": fill(" "),
+    "quotes": fill('"'),
+    "mixed": fill("a=:\"' -_./"),
+}
+
+# Inputs aimed at one family each: its prefix repeated, or its prefix followed by a run that almost matches.
+TARGETED = {
+    "private_tag": {"tags": fill("<private"), "tag-attributes": fill("<private a")},
+    "private_key": {
+        "begins": fill("-----BEGIN "),
+        "label": "-----BEGIN " + fill("A "),
+        "unclosed": fill("-----BEGIN A PRIVATE KEY-----"),
+        "pgp-unclosed": fill("-----BEGIN PGP PRIVATE KEY BLOCK-----"),
+    },
+    "aws": {
+        "ids": fill("AKIAAAAAAAAAAAAAAAAA "),
+        "id-then-base64": AKID + " " + fill("aB3/+"),
+        "near-misses": fill(AKID + " aB3dE/"),
+        "named": fill("aws_secret_access_key= "),
+    },
+    "url_password": {
+        "scheme-run": fill("ab+"),
+        "schemes": fill("a://"),
+        "user": "a://b:" + fill("c"),
+        "colons": fill("a://b:c"),
+        "no-at": fill("https://user:pass/"),
+    },
+    "webhooks": {
+        "slack": fill("hooks.slack.com/services/"),
+        "discord": fill("discord.com/api/webhooks/1234567/"),
+    },
+    "command_line": {
+        "names": fill("mysql "),
+        "options": "mysql " + fill(" -p"),
+        "quotes": "mysql " + fill("\"'"),
+        "curl-users": "curl " + fill(" -u a"),
+        "curl-colons": "curl -u " + fill("a:"),
+        "login": "docker login " + fill(" -p"),
+        "separators": fill("curl;mysql|sshpass&"),
+        "continuations": "mysql " + fill("\\\n"),
+    },
+    "headers": {
+        "authorization": fill("Authorization: "),
+        "authorization-quoted": fill('"Authorization: x'),
+        "authorization-escaped": '"Authorization: Bearer ' + fill('\\"'),
+        "authorization-words": fill("Authorization"),
+        "key-header": fill("x-api-key: "),
+        "dashed-words": fill("x-x-x-key"),
+        "dashed-key-colon": fill("a-b-c-d-key:"),
+        "cookies": fill("Cookie: a=b;"),
+        "cookie-pairs": "Cookie: " + fill("a=b;"),
+        "set-cookie": fill("Set-Cookie: "),
+    },
+    "tokens": {
+        "jwt-dashes": fill("eyJ-"),
+        "jwt-dots": fill("eyJaaaaa."),
+        "jwt-second-segment": "eyJaaaaa." + fill("eyJ-"),
+        "openai": fill("sk-"),
+        "anthropic": fill("sk-ant-"),
+        "stripe": fill("sk_live_"),
+        "github": fill("ghp_"),
+        "github-pat": fill("github_pat_"),
+        "gitlab": fill("glpat-"),
+        "slack": fill("xoxb-"),
+        "google": fill("AIza-"),
+        "huggingface": fill("hf_a"),
+        "huggingface-run": "hf_" + fill("aB"),
+        "npm": fill("npm_"),
+        "sendgrid": fill("SG.a"),
+    },
+    "flag": {"flags": fill("--password "), "flag-words": fill("--a-"), "flag-quotes": fill('--token "')},
+    "assignment": {
+        "key-words": fill("key"),
+        "key-spaces": fill("password" + " " * 50),
+        "open-quotes": fill('pass="'),
+        "open-single-quotes": fill("pass='"),
+        "escaped-quotes": 'pass="' + fill('\\"'),
+        "yaml-pairs": fill("token: abcdef "),
+        "long-keys": fill("a" * 99 + "="),
+        "keyword-keys": fill("keykeykey" * 10 + "="),
+        "yaml-indent": fill("-") + "token: abc",
+        "camel-keys": fill("apiKeyToken="),
+    },
+}
+
+# Every pattern that scans a text (with sub, search or finditer), by family. Patterns used only with
+# `.match` on a value already cut out by a scanner are in ANCHORED: they see each character once.
+SCANNERS: dict[str, list[re.Pattern[str]]] = {
+    "private_tag": [redact._PRIVATE_TAG],
+    "private_key": [redact._PRIVATE_KEY],
+    "aws": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind.startswith("aws")],
+    "url_password": [redact._URL_PASSWORD],
+    "webhooks": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind.endswith("_webhook")],
+    "command_line": [
+        redact._COMMAND, redact._CURL_USER, redact._CURL_COOKIE, *redact._OPTION_VALUE.values()
+    ],
+    "headers": [redact._AUTHORIZATION, redact._KEY_HEADER, redact._COOKIE, redact._COOKIE_PAIR],
+    "tokens": [
+        shape.pattern
+        for shape in redact._SHAPE_RULES
+        if shape.kind.endswith(("_token", "_key")) and not shape.kind.startswith(("aws", "private"))
+    ] + [shape.pattern for shape in redact._SHAPE_RULES if shape.kind == "jwt"] + [redact._MARKER],
+    "flag": [redact._FLAG],
+    "assignment": [redact._ASSIGNMENT, redact._CAMEL, redact._SENSITIVE_KEY],
+}
+ANCHORED = [
+    redact._IDENTIFIER, redact._TYPE_NAME, redact._SCHEME, redact._CREDENTIAL, redact._AUTH_PARAM,
+    redact._REST_OF_LINE_IS_BLANK, redact._LOGIN,
+]
+# One pattern on one 200 KB input: 1-35 ms when linear, seconds when quadratic. A family runs each of its
+# patterns on ~10-25 inputs: 0.05-0.8 s here.
+PAIR_BUDGET_SECONDS = 0.25
+FAMILY_BUDGET_SECONDS = 2.0
+
+
+def _module_patterns() -> set[re.Pattern[str]]:
+    found: set[re.Pattern[str]] = set()
+    for value in vars(redact).values():
+        if isinstance(value, re.Pattern):
+            found.add(value)
+        elif isinstance(value, dict):
+            found.update(v for v in value.values() if isinstance(v, re.Pattern))
+    found.update(shape.pattern for shape in redact._SHAPE_RULES)
+    return found
+
+
+def test_every_pattern_of_the_module_is_checked_here():
+    """A new pattern must be given a family here, and so adversarial inputs, before it can ship."""
+    covered = {pattern for patterns in SCANNERS.values() for pattern in patterns} | set(ANCHORED)
+    assert _module_patterns() - covered == set()
+
+
+def _scan(patterns: list[re.Pattern[str]], inputs: dict[str, str]) -> dict[str, float]:
+    timings = {}
+    for pattern in patterns:
+        for name, text in inputs.items():
+            started = time.perf_counter()
+            for _match in pattern.finditer(text):
+                pass
+            timings[f"{pattern.pattern[:40]!r} on {name}"] = time.perf_counter() - started
+    return timings
+
+
+@pytest.mark.parametrize("family", sorted(SCANNERS))
+def test_each_pattern_family_is_linear_on_adversarial_input(family):
+    inputs = {**GENERIC, **TARGETED.get(family, {})}
+    timings = _scan(SCANNERS[family], inputs)
+    slowest = max(timings, key=timings.__getitem__)
+    total = sum(timings.values())
+    assert timings[slowest] < PAIR_BUDGET_SECONDS, f"{slowest}: {timings[slowest]:.2f}s"
+    assert total < FAMILY_BUDGET_SECONDS, f"{family}: {total:.2f}s, slowest {slowest}"
+
+
+def test_anchored_helpers_are_linear_on_adversarial_input():
+    inputs = {**GENERIC, **{f"{f}:{n}": t for f, group in TARGETED.items() for n, t in group.items()}}
+    started = time.perf_counter()
+    for pattern in ANCHORED:
+        for text in inputs.values():
+            pattern.match(text)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_the_whole_pipeline_is_fast_on_the_inputs_that_used_to_take_seconds():
+    """What the hooks call, on the inputs that were quadratic before (86 s, 36 s, 14 s, 3.5 s, …)."""
+    worst = [
+        TARGETED["tokens"]["openai"], GENERIC["word-dash"], TARGETED["tokens"]["jwt-dashes"],
+        TARGETED["tokens"]["jwt-dots"], TARGETED["private_tag"]["tags"], TARGETED["flag"]["flag-words"],
+        TARGETED["aws"]["ids"], TARGETED["headers"]["key-header"], TARGETED["assignment"]["yaml-pairs"],
+    ]
+    started = time.perf_counter()
+    for text in worst:
+        redact.sanitize_for_storage(text)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_every_adversarial_input_goes_through_the_pipeline_in_bounded_time():
+    inputs = [*GENERIC.values(), *(text for group in TARGETED.values() for text in group.values())]
+    started = time.perf_counter()
+    for text in inputs:
+        redact.sanitize_for_storage(text)
+    # ~80 inputs of 200 KB (16 MB of text): about 1.5 s here, where one quadratic pattern would take minutes.
+    assert time.perf_counter() - started < 8.0
