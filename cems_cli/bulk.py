@@ -20,9 +20,10 @@ access statistics (access_count, last_accessed, priority) and updated_at (set to
 memories and rules are not exported (rules carry a structured spec: move them with `cems rule`).
 
 Import is all or nothing: every line is validated first (the first bad line is reported by number and nothing
-is stored), duplicates of live memories are skipped by content hash in one query, texts are chunked like
-`remember` does (each chunk embedded with the memory's context), in large length-sorted batches, and
-written with COPY in one transaction.
+is stored: a NUL character or a lone surrogate in any field but `content`, which is cleaned as `remember`
+cleans it, or a `content` over CEMS_MAX_MEMORY_BYTES), duplicates of live memories are skipped by content
+hash in one query, texts are chunked like `remember` does (each chunk embedded with the memory's context),
+in large length-sorted batches, and written with COPY in one transaction.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cems_cli.embedding.limits import TextTooLarge, check_text_size
 from cems_cli.models import MemoryScope, parse_choice
 from cems_cli.service import UserError
 from cems_cli.store import bulk as store
@@ -152,6 +154,14 @@ def parse_line(data: dict[str, Any], service: MemoryService, *, default_team: st
     tags = data.get("tags") or []
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise UserError("'tags' must be a list of strings")
+    for name in _STRING_FIELDS:
+        _check_storable(name, data.get(name))
+    for tag in tags:
+        _check_storable("tags", tag)
+    try:  # refused before any line is embedded: embedding cost grows with the text
+        check_text_size(content, service.settings.max_memory_bytes, "'content'")
+    except TextTooLarge as error:
+        raise UserError(str(error)) from None
     pinned = data.get("pinned", False)
     if not isinstance(pinned, bool):
         raise UserError("'pinned' must be true or false")
@@ -180,6 +190,20 @@ def parse_line(data: dict[str, Any], service: MemoryService, *, default_team: st
         expires_at=parse_timestamp(data.get("expires_at"), "expires_at"), context=data.get("context"),
     )
     return ImportLine(memory, team if memory.scope == "shared" else None)
+
+
+def _check_storable(name: str, value: str | None) -> None:
+    """A field PostgreSQL can store as given. JSON can spell what text columns refuse: \\u0000 (NUL) and
+    lone surrogates (\\ud800). `content` is cleaned instead, as `remember` cleans its text; the other fields
+    are names and labels, where a silently changed value would be worse than a refused line."""
+    if value is None:
+        return
+    if "\x00" in value:
+        raise UserError(f"{name!r} contains a NUL character (\\u0000)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError(f"{name!r} is not valid Unicode (it holds a lone surrogate)") from None
 
 
 def _team(value: str | None, scope: str) -> str | None:

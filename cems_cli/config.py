@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -21,6 +22,7 @@ from pydantic_settings import (
 )
 
 from cems_cli import paths
+from cems_cli.embedding.limits import DEFAULT_MAX_MEMORY_BYTES, MAX_MAX_MEMORY_BYTES, MIN_MAX_MEMORY_BYTES
 from cems_cli.project import normalize_project, project_for_dir
 from cems_cli.retrieval.filtering import DEFAULT_MIN_SIMILARITY
 from cems_cli.retrieval.fusion import DEFAULT_LEXICAL_COVERAGE
@@ -37,6 +39,10 @@ _DEFAULT_DIMS = {
 
 class SettingsError(ValueError):
     """A bad setting; the message is one line naming the variable."""
+
+
+# Settings whose value may carry a credential: an error about one never shows the value.
+SECRET_SETTINGS = frozenset({"database_url", "llm_api_key", "llm_base_url"})
 
 
 class CemsSettingsBase(BaseSettings):
@@ -59,6 +65,21 @@ class CemsSettingsBase(BaseSettings):
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
         return tuple(sources)
 
+    # Folders, not text: on Linux a path may be any bytes, and it is opened, never stored.
+    _PATH_SETTINGS: ClassVar[frozenset[str]] = frozenset({"home", "observer_paths", "claude_config_dir"})
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _valid_utf8(cls, value: Any, info: ValidationInfo) -> Any:
+        # Invalid UTF-8 in the environment arrives as lone surrogates (surrogateescape), which PostgreSQL
+        # and stdout both refuse later, as an internal error: refuse it here, naming the variable.
+        if isinstance(value, str) and info.field_name not in cls._PATH_SETTINGS:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("not valid UTF-8") from None
+        return value
+
 
 class Settings(CemsSettingsBase):
 
@@ -72,6 +93,11 @@ class Settings(CemsSettingsBase):
     embedding_model: str | None = None
     embedding_dim: int | None = Field(default=None, ge=8, le=16000)
     embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+    # The largest memory text (and search query) accepted, in UTF-8 bytes: embedding cost grows with the
+    # text, see cems_cli/embedding/limits.py for the measurements behind the default.
+    max_memory_bytes: int = Field(
+        default=DEFAULT_MAX_MEMORY_BYTES, ge=MIN_MAX_MEMORY_BYTES, le=MAX_MAX_MEMORY_BYTES
+    )
 
     llm_base_url: str | None = None
     llm_api_key: str | None = None
@@ -131,6 +157,15 @@ class Settings(CemsSettingsBase):
     def _project_prefixed(cls, value: str | None) -> str | None:
         return normalize_project(value) if value and value.strip() else None
 
+    @field_validator("database_url")
+    @classmethod
+    def _database_url_parses(cls, value: str | None) -> str | None:
+        if value is not None:
+            problem = database_url_problem(value)
+            if problem:
+                raise ValueError(problem)
+        return value
+
     # Derived values -------------------------------------------------------------------------------
     @property
     def resolved_embedding_model(self) -> str:
@@ -165,14 +200,96 @@ def _os_user() -> str:
         return "user"
 
 
+_URI_SCHEMES = ("postgresql://", "postgres://")
+# libpq's parse errors that name an option and nothing else; the others quote the URI or a piece of the
+# string (possibly of the password), so they are never shown.
+_SAFE_CONNINFO_ERROR = re.compile(
+    r'(invalid connection option|invalid URI query parameter:) "[A-Za-z_][A-Za-z0-9_]*"'
+)
+
+
+def database_url_problem(url: str) -> str | None:
+    """Why libpq would refuse `url`, in words that never repeat any part of it; None if it parses.
+
+    Checked when settings load, so a malformed CEMS_DATABASE_URL is a one-line settings error before
+    anything tries to connect (libpq's own messages quote the whole URI, password included).
+    """
+    import psycopg  # only when a URL is set: connecting with it needs psycopg anyway
+
+    uri = url.strip().lower().startswith(_URI_SCHEMES)
+    expected = (
+        "a malformed postgresql:// URI"
+        if uri
+        else "neither a postgresql:// URI nor key=value connection settings"
+    )
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as error:
+        named = _SAFE_CONNINFO_ERROR.search(str(error))
+        return f"{expected} ({named.group(0)})" if named else expected
+    for port in str(info.get("port") or "").split(","):
+        # libpq only reports a bad port when connecting, with the text it could not read (which, typed
+        # in the wrong place, may be the password).
+        if port.strip() and not (port.strip().isdigit() and 1 <= int(port) <= 65535):
+            return "the port is not a number from 1 to 65535"
+    return None
+
+
 def _describe(error: ValidationError) -> str:
     first = error.errors()[0]
     loc = first.get("loc") or ("?",)
     name = "CEMS_" + str(loc[0]).upper()
-    message = first.get("msg", "invalid value")
+    message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
     value = first.get("input")
-    shown = f" (got {value!r})" if isinstance(value, (str, int, float)) and len(str(value)) < 80 else ""
+    secret = str(loc[0]) in SECRET_SETTINGS
+    shown = (
+        f" (got {value!r})"
+        if not secret and isinstance(value, (str, int, float)) and len(str(value)) < 80
+        else ""
+    )
     return f"invalid setting {name}: {message}{shown}"
+
+
+_URI_PASSWORD = re.compile(r"(?P<head>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@'\"]*:)[^\s'\"]*@")
+_KEY_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'?|\S+)", re.IGNORECASE)
+
+
+def _configured_secrets() -> list[str]:
+    """Credentials the user configured (environment, then config.toml through the settings)."""
+    from urllib.parse import unquote
+
+    values = [os.environ.get("CEMS_DATABASE_URL", ""), os.environ.get("CEMS_LLM_API_KEY", "")]
+    try:
+        settings = get_settings()
+        values += [settings.database_url or "", settings.llm_api_key or ""]
+    except Exception:  # noqa: BLE001 - the settings may be what failed; the environment is enough then
+        pass
+    secrets: set[str] = set()
+    for value in values:
+        if not value:
+            continue
+        if "://" in value:
+            userinfo = value.split("://", 1)[1].rpartition("@")[0]
+            if ":" in userinfo:
+                password = userinfo.split(":", 1)[1]
+                secrets.update({password, unquote(password)})
+        match = re.search(r"\bpassword\s*=\s*('(?:[^'\\]|\\.)*'|\S+)", value, re.IGNORECASE)
+        if match:
+            secrets.add(match.group(1).strip("'"))
+        if "://" not in value and "=" not in value:
+            secrets.add(value)  # an API key: the whole value is the secret
+    # Too short to be a credential worth hiding, and replacing it would garble the message.
+    return sorted((s for s in secrets if len(s) >= 4), key=len, reverse=True)
+
+
+def mask_secrets(text: str) -> str:
+    """`text` without passwords: URI passwords and `password=` values become ***, and so does any
+    configured credential (CEMS_DATABASE_URL's password, CEMS_LLM_API_KEY) wherever it appears."""
+    text = _URI_PASSWORD.sub(r"\g<head>***@", text)
+    text = _KEY_PASSWORD.sub(r"\g<head>***", text)
+    for secret in _configured_secrets():
+        text = text.replace(secret, "***")
+    return text
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -34,6 +34,9 @@ def dispatch(handler: str) -> NoReturn:
     drain stdin and exit 0, which Claude Code reads as "no opinion". The handlers' own `main()` already
     fails open on anything that goes wrong while they run.
     """
+    import os  # already loaded by the interpreter's startup: free
+
+    os.umask(0o077)  # cems_cli.paths.PRIVATE_UMASK: spool, logs, snapshots and the workers' files, owner-only
     try:
         module = __import__(f"cems_cli.hookhandlers.{handler}", fromlist=["main"])
     except Exception as error:

@@ -16,12 +16,14 @@ Two command styles, because the files have different readers:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import shlex
 import shutil
+import stat
 import sys
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
@@ -307,6 +309,23 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def _write_backup(backup: Path, data: bytes, mode: int) -> None:
+    """The copy of a settings file, with that file's mode: settings may hold API keys, and a 0644 backup
+    of a 0600 file handed them to every user. Written owner-only, given `mode` once complete, renamed into
+    place (an interrupted write never replaces a good backup)."""
+    tmp = backup.with_name(f".{backup.name}.cems-tmp")
+    tmp.unlink(missing_ok=True)  # O_CREAT keeps an existing file's mode: start from a new one
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            os.fchmod(handle.fileno(), mode)  # exactly the original's: not filtered by the umask
+        os.replace(tmp, backup)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
 def _dump(settings: dict[str, Any]) -> bytes:
     return (json.dumps(settings, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -423,8 +442,14 @@ def install(path: Path, home: Path, python: str | None = None, style: Style = "p
         # (lost, or a store since deleted), a backup free of CEMS hooks is still never replaced by a file
         # that holds some: that would lose the only copy of the user's original.
         keep = bool(entry) or (original_has_cems and backup.exists() and _backup_is_clean(backup))
+        original_mode = stat.S_IMODE(path.stat().st_mode)
         if not keep:
-            backup.write_bytes(original)
+            _write_backup(backup, original, original_mode)
+        elif backup.exists():
+            # A backup kept from an older install may have been written world-readable: never let it be
+            # more open than the file it copies. Best effort: someone else's backup must not stop the install.
+            with contextlib.suppress(OSError):
+                os.chmod(backup, stat.S_IMODE(backup.stat().st_mode) & original_mode)
         result["backup"] = str(backup)
     _atomic_write(path, new_bytes)
     manifest[str(path)] = {

@@ -7,6 +7,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+# Memories, queries, hook logs and settings backups are private: every process of CEMS (the `cems` command,
+# the hooks, the daemons they start) creates its files owner-only, so nothing under CEMS_HOME is readable
+# by other users whatever the user's own umask is.
+PRIVATE_UMASK = 0o077
+
 
 def cems_home() -> Path:
     """`CEMS_HOME`, else `$XDG_DATA_HOME/cems`, else `~/.local/share/cems`."""

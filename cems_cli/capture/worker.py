@@ -304,7 +304,9 @@ def _is_store_unreachable(error: Exception) -> bool:
 def main() -> int:
     """Run once, quietly; errors go to $CEMS_HOME/logs/hooks.log. Always exits 0: nobody waits on it."""
     from cems_cli.hookio import json_dumps, log_error
+    from cems_cli.paths import PRIVATE_UMASK
 
+    os.umask(PRIVATE_UMASK)  # inherited from the hook that starts it, but a detached process says so itself
     try:
         os.nice(5)  # background work: leave the CPU to the agent and the user
     except OSError:

@@ -46,7 +46,21 @@ use_tidy_help(app)
 
 
 def main(argv: list[str] | None = None) -> None:
-    from cems_cli.cli.common import describe_error, err_console
+    import os
+
+    from cems_cli.paths import PRIVATE_UMASK
+
+    # Everything this command creates (and the daemons it starts, which inherit the umask) is owner-only.
+    # Restored on the way out for callers that run commands in-process.
+    previous_umask = os.umask(PRIVATE_UMASK)
+    try:
+        _run(argv)
+    finally:
+        os.umask(previous_umask)
+
+
+def _run(argv: list[str] | None) -> None:
+    from cems_cli.cli.common import describe_error, err_console, error_line
 
     try:
         app(args=argv)
@@ -63,12 +77,14 @@ def main(argv: list[str] | None = None) -> None:
             if os.environ.get("CEMS_DEBUG"):
                 raise
             err_console.print(
-                f"error: internal error: {type(error).__name__}: {error}", markup=False, soft_wrap=True
+                f"error: internal error: {type(error).__name__}: {error_line(str(error))}",
+                markup=False,
+                soft_wrap=True,
             )
             err_console.print("(set CEMS_DEBUG=1 for the traceback)", markup=False)
             sys.exit(1)
         message, code = described
-        err_console.print(f"error: {message}", markup=False, soft_wrap=True)
+        err_console.print(f"error: {error_line(message)}", markup=False, soft_wrap=True)
         sys.exit(code)
 
 

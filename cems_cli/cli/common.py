@@ -29,6 +29,19 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise CliError(message, code)
 
 
+def check_range(option: str, value: int | float | None, low: int | float, high: int | float) -> None:
+    """A one-line error unless `value` (None: not given) lies in [low, high]. Every numeric option is
+    bounded: an unbounded one reached PostgreSQL as an out-of-range bigint, or time.sleep as an overflow."""
+    if value is None:
+        return
+    if value != value:  # NaN, which every comparison lets through
+        fail(f"{option} must be a number from {low:,} to {high:,}")
+    if value < low:
+        fail(f"{option} must be at least {low:,}")
+    if value > high:
+        fail(f"{option} must be at most {high:,}")
+
+
 def emit_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
@@ -85,12 +98,57 @@ def describe_error(error: BaseException) -> tuple[str, int] | None:
     if isinstance(error, (UserError, SettingsError)):
         return str(error), 2
     from cems_cli.embedding.base import EmbeddingError
+    from cems_cli.embedding.limits import TextTooLarge
+
+    if isinstance(error, TextTooLarge):
+        return str(error), 2
     from cems_cli.store.db import StoreError
     from cems_cli.store.server import ServerError
 
     if isinstance(error, (StoreError, ServerError, EmbeddingError)):
         return str(error), 1
+    if isinstance(error, UnicodeEncodeError) and error.reason == "surrogates not allowed":
+        # Invalid UTF-8 (from argv, the environment or a file name) that no earlier check caught: still
+        # bad input, not a bug, and the database never received it.
+        return "a value is not valid UTF-8 (check the arguments and CEMS_* variables)", 2
     return None
+
+
+def error_line(message: str) -> str:
+    """What is printed after `error: `: one line, with no password or API key in it (libpq and HTTP
+    libraries quote connection strings and URLs in their messages)."""
+    from cems_cli.config import mask_secrets
+
+    return mask_secrets(" ".join(message.split()))
+
+
+# Argument checks ------------------------------------------------------------------------------------------
+
+
+def _shown_name(param: Any) -> str:
+    if isinstance(param, TyperOption):
+        return max(param.opts, key=len) if param.opts else f"--{param.name}"
+    return (param.metavar or (param.name or "argument").upper()).removesuffix("...")
+
+
+def check_params(ctx: Any, params: list[Any]) -> None:
+    """Refuse text arguments that are not valid UTF-8, naming the option.
+
+    A shell passes bytes; Python turns the invalid ones into lone surrogates (surrogateescape), which the
+    database, stdout and JSON all refuse later, as an internal error and sometimes after part of the work.
+    Paths are exempt: a file name may be any bytes on Linux, and it is only opened, never stored.
+    """
+    for param in params:
+        value = ctx.params.get(param.name)
+        values = value if isinstance(value, (list, tuple)) else (value,)
+        for item in values:
+            if not isinstance(item, str):
+                continue  # Path, numbers, flags
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                name = _shown_name(param)
+                fail(f"{name} is not valid UTF-8 (check the encoding of the terminal or script)")
 
 
 # Help formatting ------------------------------------------------------------------------------------------
@@ -132,6 +190,11 @@ def _tidy(params: list[Any]) -> list[Any]:
 class CemsCommand(TyperCommand):
     def get_params(self, ctx: Any) -> list[Any]:
         return _tidy(super().get_params(ctx))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        rest = super().parse_args(ctx, args)
+        check_params(ctx, self.get_params(ctx))  # before the command runs: nothing is stored
+        return rest
 
 
 class CemsGroup(TyperGroup):

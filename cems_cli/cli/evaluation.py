@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, fail
+from cems_cli.cli.common import JsonOption, check_range, console, emit_json, fail
 
 
 def eval_(
@@ -38,8 +38,7 @@ def eval_(
     if compare:
         _compare(compare, as_json)
         return
-    if limit_questions is not None and limit_questions < 1:
-        fail("--limit-questions must be at least 1")
+    check_range("--limit-questions", limit_questions, 1, 1_000_000)
     if sessions:
         _sessions(sessions, trigger=trigger, mode=mode, limit_questions=limit_questions, out=out,
                   details=details, as_of=as_of, as_json=as_json)

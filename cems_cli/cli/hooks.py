@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, fail
+from cems_cli.cli.common import JsonOption, check_range, console, emit_json, fail
 
 if TYPE_CHECKING:
     from cems_cli.hooks_install import InstalledHook, Invocation, SettingsScan
@@ -560,6 +560,7 @@ def serve(
     from cems_cli.config import get_settings
     from cems_cli.server import daemon as server
 
+    check_range("--idle-timeout", idle, 1, 7 * 86400)  # NaN never timed out; a week is "until stopped"
     home = get_settings().home
     if stop:
         stopped = server.stop_server(home)

@@ -9,6 +9,7 @@ import typer
 
 from cems_cli.cli.common import (
     JsonOption,
+    check_range,
     confirm,
     console,
     emit_json,
@@ -19,11 +20,26 @@ from cems_cli.cli.common import (
 )
 
 CATEGORY_HELP = "preferences, decisions, patterns, context, learnings, general or rules"
+# `search --limit`: the bound of CEMS_SEARCH_LIMIT. `list --limit`: a screenful is 50; past ten thousand,
+# `cems export` is the way to read everything.
+SEARCH_LIMIT_MAX = 1000
+LIST_LIMIT_MAX = 10_000
+
+
+def _max_bytes() -> int:
+    from cems_cli.config import get_settings
+
+    return get_settings().max_memory_bytes
 
 
 def _read_text(text: str) -> str | bytes:
+    """The memory text (from stdin for -), refused when over CEMS_MAX_MEMORY_BYTES before anything else
+    happens: embedding cost grows with the text (cems_cli/embedding/limits.py)."""
+    from cems_cli.embedding.limits import check_text_size, read_limited
+
     if text == "-":
-        return sys.stdin.buffer.read()
+        return read_limited(sys.stdin.buffer, _max_bytes())
+    check_text_size(text, _max_bytes())
     return text
 
 
@@ -46,6 +62,7 @@ def remember(
     """Remember TEXT; prints the memory id (the existing one if the text is already stored)."""
     from cems_cli.project import normalize_project
 
+    content = _read_text(text)
     with service() as svc:
         source_ref = (
             None
@@ -53,7 +70,7 @@ def remember(
             else (normalize_project(project) if project else svc.settings.current_project())
         )
         memory_id, created = svc.remember(
-            _read_text(text),
+            content,
             category=category,
             tags=tags,
             scope=scope,
@@ -70,7 +87,12 @@ def remember(
 
 def search(
     query: str = typer.Argument(..., help="What to look for."),
-    limit: int = typer.Option(None, "--limit", "-n", help="How many results (default CEMS_SEARCH_LIMIT, 5)."),
+    limit: int = typer.Option(
+        None,
+        "--limit",
+        "-n",
+        help=f"How many results, at most {SEARCH_LIMIT_MAX:,} (default CEMS_SEARCH_LIMIT, 5).",
+    ),
     category: str = typer.Option(None, "--category", "-c", help=CATEGORY_HELP),
     scope: str = typer.Option("both", "--scope", help="personal, shared or both"),
     project: str = typer.Option(None, "--project", "-p", help="Only memories of this project."),
@@ -79,10 +101,11 @@ def search(
     as_json: bool = JsonOption,
 ) -> None:
     """Search memories; prints ranked results."""
+    from cems_cli.embedding.limits import check_text_size
     from cems_cli.project import normalize_project
 
-    if limit is not None and limit < 1:
-        fail("--limit must be at least 1")
+    check_range("--limit", limit, 1, SEARCH_LIMIT_MAX)
+    check_text_size(query, _max_bytes(), "search query", "shorten it")
     with service() as svc:
         results = svc.search(
             query,
@@ -129,12 +152,13 @@ def list_(
     category: str = typer.Option(None, "--category", "-c", help=CATEGORY_HELP),
     scope: str = typer.Option("both", "--scope", help="personal, shared or both"),
     project: str = typer.Option(None, "--project", "-p", help="Only memories of this project."),
-    limit: int = typer.Option(50, "--limit", "-n"),
+    limit: int = typer.Option(50, "--limit", "-n", help=f"How many memories (at most {LIST_LIMIT_MAX:,})."),
     as_json: bool = JsonOption,
 ) -> None:
     """List memories, pinned first, newest first."""
     from cems_cli.project import normalize_project
 
+    check_range("--limit", limit, 1, LIST_LIMIT_MAX)
     with service() as svc:
         records = svc.list(
             scope=scope,
@@ -280,8 +304,8 @@ def share(
     as_json: bool = JsonOption,
 ) -> None:
     """Share a memory with your team (a shared-scope copy every member can find)."""
+    value = _read_text(id_or_text)
     with service() as svc:
-        value = _read_text(id_or_text)
         text = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
         memory_id, created = svc.share(text, team=team)
         team_name = svc.settings.team

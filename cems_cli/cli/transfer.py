@@ -12,7 +12,8 @@ from cems_cli.cli.common import JsonOption, console, emit_json, fail, service
 
 
 def import_(
-    file: str = typer.Argument(..., help="A JSONL file, one memory per line, or - to read stdin."),
+    # A Path, not text: a file name may be any bytes (the UTF-8 check of text arguments skips paths).
+    file: Path = typer.Argument(..., help="A JSONL file, one memory per line, or - to read stdin."),
     team: str | None = typer.Option(
         None,
         "--team",
@@ -43,10 +44,10 @@ def import_(
         console.print(f"  {count:,} shared with team {name}", markup=False)
 
 
-def _read_lines(file: str) -> list[bytes]:
-    if file == "-":
+def _read_lines(file: Path) -> list[bytes]:
+    if str(file) == "-":
         return sys.stdin.buffer.read().splitlines()
-    path = Path(file).expanduser()
+    path = file.expanduser()
     try:
         return path.read_bytes().splitlines()
     except FileNotFoundError:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -31,7 +32,10 @@ class CachedQueryEmbedder:
         self._db: sqlite3.Connection | None = None
         if path is not None:
             with contextlib.suppress(sqlite3.Error, OSError):
-                path.parent.mkdir(parents=True, exist_ok=True)
+                # Owner-only even for a library caller that kept a permissive umask: the cache holds every
+                # query asked. SQLite gives the -wal and -shm files the mode of the database file.
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
                 self._db = sqlite3.connect(str(path), timeout=2, check_same_thread=False)
                 self._db.execute("PRAGMA journal_mode=WAL")
                 # A cache entry lost to a power cut is recomputed: no fsync on every query's commit.

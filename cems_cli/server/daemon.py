@@ -201,8 +201,9 @@ def stop_server(home: Path, timeout: float = 10.0) -> bool:
 
 def main() -> int:
     """Entry for the detached process: errors go to `$CEMS_HOME/logs/server.log`, not to a closed stderr."""
-    from cems_cli.paths import cems_home
+    from cems_cli.paths import PRIVATE_UMASK, cems_home
 
+    os.umask(PRIVATE_UMASK)  # inherited from whoever spawned it, but a detached process says so itself
     logs = cems_home() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     logging.basicConfig(

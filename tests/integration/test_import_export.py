@@ -153,7 +153,8 @@ def test_context_is_indexed_and_part_of_the_dedup_key(cli):
 
 
 def test_long_memories_are_chunked_like_remember(cli):
-    long_text = " ".join(f"Paragraph {i} explains one more detail of the pipeline." for i in range(300))
+    # ~11 KB: several 800-token chunks, under CEMS_MAX_MEMORY_BYTES (16 KiB by default)
+    long_text = " ".join(f"Paragraph {i} explains one more detail of the pipeline." for i in range(200))
     report = cli("import", "-", "--json", stdin=_jsonl([{"content": long_text}])).json()
     assert report["imported"] == 1 and report["chunks"] > 1
     shown = cli("export").stdout
