@@ -1,6 +1,6 @@
 """Benchmark loaders: the generic JSONL folder format, and LoCoMo's official `locomo10.json` converted to it.
 
-Both produce the same in-memory `Benchmark` (see /work/shared/bench/README.md for the format):
+Both produce the same in-memory `Benchmark` (the folder format is described at `load_bench_dir`):
 units (the memories to ingest, grouped by `corpus_id`), questions, and qrels (question → relevant doc ids).
 """
 

@@ -1,6 +1,6 @@
 """Retrieval metrics (pure): per question from a ranked list of doc ids and the gold set, then averaged.
 
-Definitions (/work/shared/bench/README.md): Recall@k = |top-k ∩ gold| / |gold|; hit@k = 1 if any gold doc is
+Definitions: Recall@k = |top-k ∩ gold| / |gold|; hit@k = 1 if any gold doc is
 in the top k; recall_all@k = 1 if every gold doc is; nDCG@k with binary gains, ideal = all gold ranked first.
 A ranked list may repeat a doc id (two results mapping to one doc); only its first position counts.
 """
