@@ -155,15 +155,16 @@ def connect(path: str | None = None, *, timeout: float = BUSY_TIMEOUT_SECONDS) -
     folder = os.path.dirname(path)
     if folder:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-    if not os.path.exists(path):
-        try:  # created by us with owner-only permissions before SQLite creates it with the umask's
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-        except OSError:
-            pass
+    try:
+        fresh = os.path.getsize(path) == 0  # an empty file: left by a crash, or made by `touch`
+    except FileNotFoundError:
+        fresh = True
+    if fresh:
+        _create_file(path)
     conn = _sqlite_connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     try:
         if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-            _create_schema(conn)
+            _upgrade_schema(conn, path)
         conn.execute("PRAGMA synchronous=NORMAL")
     except BaseException:
         conn.close()
@@ -171,9 +172,54 @@ def connect(path: str | None = None, *, timeout: float = BUSY_TIMEOUT_SECONDS) -
     return conn
 
 
-def _create_schema(conn: sqlite3.Connection) -> None:
-    # WAL lets the hooks append while the worker reads; the mode is stored in the file, set once.
-    conn.execute("PRAGMA journal_mode=WAL")
+def _create_file(path: str) -> None:
+    """Build the spool, schema and WAL mode included, in a file of this process's own, then put it in place
+    whole; when several hooks start together on a new CEMS_HOME, the first to link wins and the others use
+    its file.
+
+    Why not let SQLite create it in place: a connection that opens a zero-byte database deletes the -wal
+    file beside it, although another process may have just committed the schema and its first rows there
+    (8 hooks starting together lost a third of their events so), and `PRAGMA journal_mode=WAL` answers
+    "database is locked" at once, without waiting the busy timeout, while another connection holds the file.
+    """
+    temporary = f"{path}.{os.getpid()}.new"
+    try:
+        # Created owner-only before SQLite opens it with the umask's permissions (its -wal/-shm copy them).
+        os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        conn = _sqlite_connect(temporary, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")  # stored in the file: every later connection uses it
+            _create_tables(conn)
+        finally:
+            conn.close()  # the last connection: checkpoints the WAL into the file and removes it
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            if os.path.getsize(path) == 0:  # an empty file from a crash: replaced (linking would fail)
+                os.replace(temporary, path)
+    finally:
+        for leftover in (temporary, temporary + "-wal", temporary + "-shm"):
+            try:
+                os.unlink(leftover)
+            except FileNotFoundError:
+                pass
+
+
+def _upgrade_schema(conn: sqlite3.Connection, path: str) -> None:
+    """Bring an existing spool up to SCHEMA_VERSION, one process at a time: they queue on an exclusive flock
+    of the file, which SQLite's own fcntl locks ignore. Only an upgrade pays for the lock."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:  # else another process did
+            _create_tables(conn)
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def _create_tables(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:  # another process won
