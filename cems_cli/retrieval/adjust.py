@@ -4,7 +4,7 @@
     score *= priority                        1.0..2.0 (clamped into that range)
     score *= 1 / (1 + days / 60)             days since last_accessed, else created_at; pinned: exempt
     score *= 1.1                             pinned
-    score *= 1.3 | 0.8 | 0.9                 same project | other project | no project reference
+    score *= 1.3 | 0.5 | 0.9                 same project | other project | no project reference
     score *= 0.7                             captured by a trigger (session, observer, tool), not pinned
     score *= temporal recency factor         temporal queries only, see `temporal_factor`
     score *= 1 + time_cue_boost              created within the time the query names (timecues.py)
@@ -37,7 +37,10 @@ class AdjustSettings:
     decay_days: float = 60.0
     pinned_boost: float = 1.1
     same_project: float = 1.3
-    other_project: float = 0.8
+    # Another project's memory answers this project's question less often than it shares its words: on the
+    # capture benchmark 0.8 let `ingest-gateway`'s "keep the dependencies down" top `ledger-api`'s "which
+    # tool adds a dependency"; 0.5 cut injected noise in every one of its 5 projects and lost no fact.
+    other_project: float = 0.5
     no_project: float = 0.9
     # What the user wrote outweighs what capture inferred from a session on equal relevance: a digest that
     # mentions "npm" must not outrank "In this repo we use pnpm, never npm" on "which package manager".

@@ -4,6 +4,8 @@ records and weak one-word matches, and a query that matches nothing finds nothin
 from __future__ import annotations
 
 import json
+import os
+import time
 
 WRITTEN = "Install the frontend dependencies with pnpm, never with npm."
 # The same fact as a capture trigger records it from a session: as relevant, but not the user's own words.
@@ -44,3 +46,48 @@ def test_a_query_that_matches_nothing_finds_nothing(cli):
         assert cli("remember", text).code == 0
     assert _ids(cli, "xyzzy plugh frobnicate") == []
     assert cli("search", "xyzzy plugh frobnicate").stdout.strip() == "No memories found."
+
+
+PREFERENCE = "In this repo we use pnpm, never npm"
+
+
+def test_a_captured_session_that_asked_the_question_does_not_outrank_the_answer(env, cli, tmp_path):
+    """The issue's example, through the real capture path: a session asked which package manager to use
+    (and had a push blocked); the user's preference answers that question and must come first, in
+    `cems search` and in what the prompt hook injects."""
+    from cems_cli.capture.observer import Observer
+    from cems_cli.capture.observer_settings import ObserverSettings
+    from cems_cli.config import load_settings
+    from cems_cli.hookhandlers import user_prompt_submit
+    from cems_cli.service import MemoryService
+    from tests.support.transcripts import Transcript
+
+    cwd = "/home/dev/acme/api"  # the project `env` sets: project:acme/api
+    root = tmp_path / "projects"
+    path = root / "-home-dev-acme-api" / "5e0b7c1d-2f4a-4d8e-9b1c-7a6f3e2d1c0b.jsonl"
+    path.parent.mkdir(parents=True)
+    session = Transcript(path, cwd=cwd, session="5e0b7c1d-2f4a-4d8e-9b1c-7a6f3e2d1c0b")
+    session.prompt("Which package manager should I use for the frontend? Then push the branch.")
+    session.say("Let me look at the lockfiles first.")
+    session.bash("ls", "package.json\npnpm-lock.yaml\nsrc")
+    session.denied("git push --force origin main", "Never force-push to main")
+    session.say("The push was blocked by a rule: force-pushing to main is not allowed.")
+    # A session of an hour ago (the writer's stamps are fixed in the past: time decay would decide alone).
+    recent = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() - 3600))
+    path.write_text(path.read_text().replace("2026-03-02T09:14:05.118Z", recent))
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    with MemoryService(load_settings()) as svc:
+        report = Observer(svc, ObserverSettings(observer_paths=str(root), observer_idle_seconds=0)).sync()
+        assert report.errors == [] and report.observations >= 1
+    assert cli("remember", PREFERENCE, "--category", "preferences").code == 0
+
+    ranked = cli("search", "which package manager", "--json", "--explain").json()["results"]
+    assert ranked[0]["content"] == PREFERENCE, [(r["score"], r["content"][:80]) for r in ranked]
+    answer = user_prompt_submit.handle(
+        {"prompt": "which package manager should I use?", "cwd": cwd, "session_id": "s2",
+         "hook_event_name": "UserPromptSubmit"}
+    )
+    block = answer["hookSpecificOutput"]["additionalContext"]
+    echo = block.find("Which package manager")
+    assert echo == -1 or block.index(PREFERENCE) < echo

@@ -66,9 +66,9 @@ def test_priority_is_clamped_to_one_two(priority, expected):
         ("project:acme/web", 1.3),
         ("project:acme/web:src/x.py", 1.3),
         ("project:ACME/Web", 1.3),
-        ("project:acme/web-api", 0.8),  # prefix of another project's name: different project
-        ("project:acme/web/sub", 0.8),
-        ("project:acme", 0.8),
+        ("project:acme/web-api", 0.5),  # prefix of another project's name: different project
+        ("project:acme/web/sub", 0.5),
+        ("project:acme", 0.5),
         (None, 0.9),
         ("", 0.9),
         ("repo:src/api.py:42", 0.9),
@@ -98,13 +98,13 @@ def test_temporal_boost_uses_event_age_only_for_temporal_queries():
 
 
 def test_all_factors_multiply_and_are_recorded():
-    # 0.5 * priority 1.2 * decay(30) 2/3 * project 0.8 = 0.32
+    # 0.5 * priority 1.2 * decay(30) 2/3 * project 0.5 = 0.2
     c = cand(score=0.5, age_days=30, priority=1.2, source_ref="project:other/repo")
-    assert adjust_candidate(c, now=NOW, current_project="project:acme/web") == pytest.approx(0.32)
+    assert adjust_candidate(c, now=NOW, current_project="project:acme/web") == pytest.approx(0.2)
     assert c.explain["adjust"] == {
         "base": 0.5, "priority": 1.2, "days_since_access": 30, "time_decay": pytest.approx(2 / 3),
-        "pinned": 1.0, "project": 0.8, "source": 1.0, "temporal": 1.0, "time_cue": 1.0,
-        "time_answer": 1.0, "unclamped": pytest.approx(0.32), "score": pytest.approx(0.32),
+        "pinned": 1.0, "project": 0.5, "source": 1.0, "temporal": 1.0, "time_cue": 1.0,
+        "time_answer": 1.0, "unclamped": pytest.approx(0.2), "score": pytest.approx(0.2),
     }
 
 
