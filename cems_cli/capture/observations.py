@@ -77,7 +77,31 @@ _ERROR_LINE = re.compile(
 )
 _EXIT_CODE = re.compile(r"^Exit code \d+\s*$")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
-_SUBCOMMAND_TOOLS = frozenset("npm yarn pnpm npx bun cargo go make uv poetry git docker kubectl pip".split())
+_SUBCOMMAND_TOOLS = frozenset(
+    "npm yarn pnpm bun cargo go make just task uv poetry git docker kubectl pip alembic terraform helm gh "
+    "celery prisma ansible-galaxy".split()
+)
+# Prefixes that change how a command runs, not what it is; launchers that run the project's tools.
+_TRANSPARENT_PREFIXES = frozenset("sudo time nice nohup command exec env timeout".split())
+_LAUNCHERS = frozenset(
+    tuple(pair.split(":"))
+    for pair in "uv:run poetry:run pipenv:run pdm:run hatch:run rye:run pnpm:exec bundle:exec npm:exec "
+    "yarn:dlx".split()
+)
+_SINGLE_LAUNCHERS = frozenset("npx bunx pnpx".split())
+# Commands that only look at the state of things; a retry that passes after one of these was not fixed
+# by it. Programs, and subcommands of any program (`alembic current`, `helm history`, `kubectl get`).
+_LOOKING_PROGRAMS = frozenset(
+    "ls cat head tail less more grep rg ag find fd pwd echo printf which type whereis file stat wc tree du "
+    "df ps top env printenv id whoami hostname uname date diff jq yq".split()
+)
+_LOOKING_SUBCOMMANDS = frozenset(
+    "status log logs diff show current history heads list ls ps top images get describe version inspect "
+    "ping info branch config".split()
+)
+# Programs whose subcommands are the project's own targets: a failing `make test` and a passing
+# `make test-db` are variants of one action; `alembic upgrade` and `alembic stamp` are not.
+_VARIANT_PROGRAMS = frozenset("make just task npm pnpm yarn bun".split())
 
 
 # --------------------------------------------------------------------------- records
@@ -164,9 +188,16 @@ def _relative(path: str, cwd: str) -> str:
 
 def command_key(command: str) -> str:
     """What identifies a command across retries: the program (and its subcommand for tools like npm or
-    git), after `cd …&&` prefixes and environment assignments. `pytest -q tests/x.py` → `pytest`."""
+    git), after `cd …&&` prefixes, environment assignments and launchers (`uv run`, `npx`, `sudo`).
+    `pytest -q tests/x.py` → `pytest`; `uv run alembic upgrade head` → `alembic upgrade`."""
     segment = command.split("&&")[-1].split("|")[0].strip()
     words = [w for w in segment.split() if not _ENV_ASSIGN.match(w)]
+    while words and words[0].rsplit("/", 1)[-1] in _TRANSPARENT_PREFIXES:
+        words = words[1:]
+    if len(words) > 1 and (words[0], words[1]) in _LAUNCHERS:
+        words = words[2:]
+    elif words and words[0] in _SINGLE_LAUNCHERS:
+        words = words[1:]
     if not words:
         return ""
     program = words[0].rsplit("/", 1)[-1]
@@ -175,6 +206,17 @@ def command_key(command: str) -> str:
     if program in _SUBCOMMAND_TOOLS and len(words) > 1 and not words[1].startswith("-"):
         return f"{program} {words[1]}"
     return program
+
+
+def _inspects(command: str) -> bool:
+    """A command that only looks (`ls`, `git status`, `alembic current`, `kubectl get`): not a fix."""
+    program = command_key(command).split(" ", 1)[0]
+    if program in _LOOKING_PROGRAMS:
+        return True
+    # The first words after the program that are not options (`celery -A app inspect ping`).
+    words = command.split("&&")[-1].split("|")[0].split()
+    after = words[words.index(program) + 1 :] if program in words else words[1:]
+    return any(w in _LOOKING_SUBCOMMANDS for w in [w for w in after if not w.startswith("-")][:3])
 
 
 def error_line(text: str) -> str:
@@ -420,7 +462,9 @@ class ChunkBuilder:
             if name == "Bash" and label:
                 key = command_key(label)
                 if key and key not in chunk.failing and len(chunk.failing) < _MAX_FAILING:
-                    chunk.failing[key] = [label, message, chunk.changes, len(chunk.changed)]
+                    chunk.failing[key] = [
+                        label, message, chunk.changes, len(chunk.changed), len(chunk.succeeded)
+                    ]
             return
         if name == "Bash" and label:
             chunk.add("succeeded", label)
@@ -431,29 +475,45 @@ class ChunkBuilder:
             chunk.note(f"Result: {clip(event.text, 400, one_line=False)}")
 
     def _maybe_learning(self, chunk: _Open, command: str) -> None:
-        """A command that failed, then passed after files were changed, or a variant of it that worked:
-        a fix worth remembering, with the exact error (what a later search will contain)."""
+        """A command that failed, then passed after files were changed, after another command ran (a
+        container started, a key added, a migration stamped), or a variant of it that worked: a fix worth
+        remembering, with the exact error (what a later search will contain)."""
         key = command_key(command)
         failure = chunk.failing.pop(key, None)
-        if failure is None:
-            # A variant: another command of the same program (`make test` failed, `make test-db` worked).
+        if failure is None and not _inspects(command):
+            # A variant: another target of the same runner (`make test` failed, `make test-db` worked).
             program = key.split(" ", 1)[0]
-            variant = next((k for k in chunk.failing if k.split(" ", 1)[0] == program and program), None)
+            variant = next(
+                (k for k in chunk.failing if program in _VARIANT_PROGRAMS and k.split(" ", 1)[0] == program),
+                None,
+            )
             failure = chunk.failing.pop(variant, None) if variant else None
         if failure is None:
             return
-        first_command, error, changes_then, changed_index = failure
+        first_command, error, changes_then, changed_index = failure[:4]
+        # Failures recorded before the list of commands that ran since was kept: none known.
+        succeeded_then = failure[4] if len(failure) > 4 else len(chunk.succeeded)
+        chunk.add("fixed", first_command)  # it passes now, whatever the reason: not "still failing"
         where = f" in {chunk.project.removeprefix('project:')}" if chunk.project else ""
+        actions = [
+            c for c in chunk.succeeded[succeeded_then:]
+            if c != command and command_key(c) != key and not _inspects(c)
+        ]
         if chunk.changes > changes_then:
             files = chunk.changed[changed_index:] or chunk.changed[-3:]
             fix = f" after changes to {', '.join(files[:5])}" if files else " after code changes"
             learning = f'`{first_command}` failed{where} with "{error}"; it passed{fix}.'
-        elif command != first_command:
+        elif command_key(command) != command_key(first_command) or (
+            command != first_command and not actions
+        ):
             learning = f'`{first_command}` failed{where} with "{error}"; `{command}` worked instead.'
+        elif actions:
+            learning = (
+                f'`{first_command}` failed{where} with "{error}"; it passed after running `{actions[-1]}`.'
+            )
         else:
-            return  # passed again without a change: flaky or environmental, not evidence of a fix
+            return  # passed again with nothing done in between: flaky, not evidence of a fix
         chunk.add("learnings", learning)
-        chunk.add("fixed", first_command)
 
     # -- closing
 

@@ -306,6 +306,46 @@ def test_a_rerun_that_passes_without_any_change_is_not_a_learning():
     assert [o.category for o in chunks[0].observations] == ["patterns"]
 
 
+def test_a_rerun_that_passes_after_another_command_ran_is_a_learning():
+    """The environmental fix: a container started, then the same tests pass. Looking around in between
+    (`docker compose ps`, `git status`) is not the fix; the command that changed something is."""
+    [chunk] = fold(
+        [
+            prompt("Run the integration tests"),
+            call("t1", "Bash", {"command": "uv run pytest -m integration -q"}),
+            result("t1", "E   psycopg.OperationalError: connection refused on port 5433\n24 errors", True),
+            call("t2", "Bash", {"command": "docker compose up -d postgres"}),
+            result("t2", "Container api-postgres-1  Started"),
+            call("t3", "Bash", {"command": "docker compose ps"}),
+            result("t3", "api-postgres-1   running"),
+            call("t4", "Bash", {"command": "uv run pytest -m integration -q"}),
+            result("t4", "24 passed in 6.20s"),
+        ]
+    )
+    [learning] = [o for o in chunk.observations if o.category == "learnings"]
+    assert learning.text == (
+        '`uv run pytest -m integration -q` failed in acme-api with "E psycopg.OperationalError: connection '
+        'refused on port 5433"; it passed after running `docker compose up -d postgres`.'
+    )
+    assert chunk.session["errors"] == []  # it passes now: not "still failing"
+
+
+def test_a_rerun_that_passes_after_only_looking_is_fixed_but_not_a_learning():
+    [chunk] = fold(
+        [
+            prompt("Apply the migrations"),
+            call("t1", "Bash", {"command": "uv run alembic upgrade head"}),
+            result("t1", "FAILED: Can't locate revision", True),
+            call("t2", "Bash", {"command": "uv run alembic current"}),
+            result("t2", "0006_accounts_index"),
+            call("t3", "Bash", {"command": "uv run alembic upgrade head"}),
+            result("t3", "Running upgrade 0006 -> 0007"),
+        ]
+    )
+    assert [o for o in chunk.observations if o.category == "learnings"] == []
+    assert chunk.session["errors"] == [] and "uv run alembic upgrade head" in chunk.session["fixed_commands"]
+
+
 def test_a_variant_that_works_after_a_failure_is_a_learning():
     [chunk] = fold(
         [
@@ -450,6 +490,8 @@ def test_clip_redacts_before_cutting_and_keeps_text_storable():
         ("cd api && FOO=1 npm test -- --watch", "npm test"),
         ("python -m pytest -x", "python -m pytest"),
         ("/usr/bin/make check", "make check"),
+        ("uv run alembic upgrade head", "alembic upgrade"),  # launchers looked past
+        ("sudo npx prettier --check .", "prettier"),
         ("", ""),
     ],
 )
