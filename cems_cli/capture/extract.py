@@ -118,7 +118,9 @@ def decision_sentences(text: str) -> list[str]:
 
 # --------------------------------------------------------------------------- patterns
 
-_PATTERN_KINDS = frozenset({"test", "lint", "format", "typecheck", "build", "install", "tool"})
+_PATTERN_KINDS = frozenset(
+    {"test", "lint", "format", "typecheck", "build", "generate", "migrate", "deploy", "install", "tool"}
+)
 
 
 def pattern_statements(

@@ -1,7 +1,8 @@
 """From captured tool events to `patterns` statements about a project. Pure: no I/O, no clock.
 
 What a project's tool events say, each as one stable sentence:
-* how its tests, lint, formatting, type checks and build run (a command of that kind that succeeded);
+* how its tests, lint, formatting, type checks, build, code generation, migrations and deploys run (a
+  command of that kind that succeeded);
 * how its dependencies are installed (package manager commands that succeeded);
 * which other developer tools it uses (docker compose, alembic, terraform… seen succeeding twice);
 * which files keep changing (edited in at least 4 tool calls across at least 2 sessions);
@@ -84,7 +85,7 @@ class ToolEvent:
 class Statement:
     key: str  # identity within the project, e.g. "test:pytest -q"
     text: str
-    kind: str  # test, lint, format, typecheck, build, install, tool, hot_file, fix
+    kind: str  # test, lint, format, typecheck, build, generate, migrate, deploy, install, tool, hot_file, fix
     session_id: str  # the session of the event that made it true
     at: float  # when that event was captured
 
@@ -200,7 +201,7 @@ def _one_line(text: str, limit: int) -> str:
 class Segment:
     """One simple command of a Bash call: its kind (or None), the tool it runs, how to write it."""
 
-    kind: str | None  # test, lint, format, typecheck, build, install, tool
+    kind: str | None  # test, lint, format, typecheck, build, generate, migrate, deploy, install, tool
     tool: str  # e.g. "pytest", "npm", "docker compose"
     canonical: str  # the command without selectors, paths, redirections or env assignments
     text: str  # the whole simple command (arguments kept), without env assignments and redirections
@@ -264,7 +265,10 @@ test: go test, cargo test, cargo nextest, deno test, bun test, mix test, dotnet 
 test: gradle test, gradlew test, swift test, flutter test, rake test, rake spec, playwright test, cypress run
 test: hatch test
 lint: cargo clippy, go vet, pre-commit run, deno lint, biome lint, biome check, biome ci
-format: cargo fmt, go fmt, deno fmt, biome format, ruff format
+lint: helm lint, terraform validate, tofu validate
+format: cargo fmt, go fmt, deno fmt, biome format, ruff format, terraform fmt, tofu fmt
+generate: sqlc generate, buf generate, go generate, prisma generate
+migrate: alembic upgrade, prisma migrate, flyway migrate, goose up, manage.py migrate, rails db:migrate
 build: cargo build, go build, docker build, mvn package, mvn compile, mvn install, gradle build, gradlew build
 build: gradle assemble, dotnet build, swift build, vite build, next build, hatch build, poetry build, uv build
 build: bun build
@@ -298,7 +302,8 @@ _MAKE_LIKE = frozenset("make just task".split())
 _SCRIPT_PREFIXES = tuple(
     tuple(pair.split(":"))
     for pair in "test:test e2e:test lint:lint format:format fmt:format prettier:format typecheck:typecheck "
-    "type-check:typecheck types:typecheck check-types:typecheck tsc:typecheck build:build check:test".split()
+    "type-check:typecheck types:typecheck check-types:typecheck tsc:typecheck build:build check:test "
+    "generate:generate gen:generate codegen:generate deploy:deploy migrate:migrate db-migrate:migrate".split()
 )
 _INSTALL_FLAG_VALUES = frozenset("-e --editable -r --requirement".split())
 _INSTALL_KEPT_FLAGS = _INSTALL_FLAG_VALUES | set(
@@ -603,6 +608,9 @@ _KIND_TEXT = {
     "format": "the code is formatted with `{cmd}`",
     "typecheck": "types are checked with `{cmd}`",
     "build": "the build runs with `{cmd}`",
+    "generate": "code is generated with `{cmd}`",
+    "migrate": "database migrations run with `{cmd}`",
+    "deploy": "deploys run with `{cmd}`",
 }
 
 

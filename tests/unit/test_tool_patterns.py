@@ -99,7 +99,13 @@ def edit(clock: Clock, path: str, session: str = "s1") -> ToolEvent:
         ("uv pip install -r requirements.txt", "install", "uv pip install -r requirements.txt"),
         ("yarn", "install", "yarn"),
         ("docker compose up -d", "tool", "docker compose up -d"),
-        ("python manage.py migrate", "tool", "python manage.py migrate"),
+        ("python manage.py migrate", "migrate", "python manage.py migrate"),
+        ("uv run alembic upgrade head", "migrate", "uv run alembic upgrade head"),
+        ("terraform validate", "lint", "terraform validate"),
+        ("helm lint charts/platform", "lint", "helm lint"),
+        ("terraform fmt -recursive", "format", "terraform fmt -recursive"),
+        ("sqlc generate", "generate", "sqlc generate"),
+        ("make deploy-staging", "deploy", "make deploy-staging"),
         ("git status", None, "git status"),
         ("grep -rn REDIS_URL src/", None, "grep -rn REDIS_URL"),
     ],
@@ -253,13 +259,13 @@ def test_a_file_edited_in_one_session_only_is_not_hot():
 
 def test_a_developer_tool_needs_two_successful_uses():
     clock = Clock()
-    once = [bash(clock, "alembic upgrade head", "INFO  [alembic] Running upgrade")]
+    once = [bash(clock, "alembic stamp head", "INFO  [alembic] Running stamp_revision")]
     assert derive_statements(PROJECT, once) == []
     twice = [*once, bash(clock, "alembic revision -m 'add users'", "Generating ok")]
     [statement] = derive_statements(PROJECT, twice)
     assert (
         statement.text
-        == "In project acme/api the `alembic` command-line tool is used, for example `alembic upgrade`."
+        == "In project acme/api the `alembic` command-line tool is used, for example `alembic stamp`."
     )
 
 
