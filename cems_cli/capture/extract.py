@@ -84,15 +84,19 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _MIN_WORDS, _MAX_CHARS = 4, 300
 
 
-def sentences(text: str) -> list[str]:
-    """Plain sentences of a prose text; code blocks, headings and table rows are not prose."""
+def _paragraphs(text: str) -> list[str]:
+    """The prose paragraphs of a text, each on one line (code blocks, headings, table rows are not prose)."""
     text = re.sub(r"```.*?(?:```|\Z)", "\n\n", text, flags=re.S)
-    found: list[str] = []
-    for paragraph in _PARAGRAPH_END.split(text):
-        if paragraph.strip().startswith(("#", "|", ">")):
-            continue
-        found.extend(_plain(" ".join(_LIST_MARK.sub("", paragraph).split())))
-    return found
+    return [
+        " ".join(_LIST_MARK.sub("", paragraph).split())
+        for paragraph in _PARAGRAPH_END.split(text)
+        if not paragraph.strip().startswith(("#", "|", ">"))
+    ]
+
+
+def sentences(text: str) -> list[str]:
+    """Plain sentences of a prose text."""
+    return [sentence for paragraph in _paragraphs(text) for sentence in _plain(paragraph)]
 
 
 def _plain(paragraph: str) -> list[str]:
@@ -112,8 +116,22 @@ def preference_sentences(prompt: str) -> list[str]:
     return [s for s in sentences(prompt) if _PREFERENCE.search(s)]
 
 
+# A decision that gives its own reason needs nothing more; one that does not ("Let's switch to NATS.") is
+# kept with the sentence before it, where the reason usually is ("Kafka is too heavy for our volume.").
+_REASON = re.compile(r"\b(?:because|since|as|so that|so|to keep|to avoid|due to|given)\b", re.I)
+
+
 def decision_sentences(text: str) -> list[str]:
-    return [s for s in sentences(text) if _DECISION.search(s)]
+    found: list[str] = []
+    for paragraph in _paragraphs(text):
+        previous = ""
+        for sentence in _plain(paragraph):
+            if _DECISION.search(sentence):
+                if previous and not _REASON.search(sentence) and len(previous) + len(sentence) < _MAX_CHARS:
+                    sentence = f"{previous} {sentence}"
+                found.append(sentence)
+            previous = sentence if not sentence.endswith("…") else ""
+    return found
 
 
 # --------------------------------------------------------------------------- patterns

@@ -613,6 +613,13 @@ def _digest(chunk: _Open) -> list[Observation]:
 
     for learning in chunk.learnings:
         add("learnings", learning, f"Fix: {learning}")
+    where = f" in {chunk.project.removeprefix('project:')}" if chunk.project else ""
+    for blocked in chunk.blocked:  # "`command` (reason)", see _tool_output
+        # What the agent may not do here, and why: the answer to "can I force-push to main?" next week.
+        command, _, reason = blocked.partition(" (")
+        reason = reason.removesuffix(")")
+        text = f"{command} is blocked by a rule{where}" + (f": {reason}" if reason else ".")
+        add("learnings", text, f"Blocked: {command}")
     for prompt in chunk.prompts:
         if prompt.startswith("/"):
             continue

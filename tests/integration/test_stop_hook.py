@@ -188,7 +188,12 @@ def test_a_blocked_push_and_a_failing_command_are_recorded_as_what_they_were(cap
     transcript.say("Done.")
     stop(capture_env, stop_payload(transcript, "Done."))
     wait_for_worker(capture_env["CEMS_HOME"], 1)
-    [context] = memories(capture_env["CEMS_USER"])  # nothing ran, nothing decided: only the record
+    # Nothing ran, nothing was decided: the record, and what the rule forbids (and why).
+    [blocked] = memories(capture_env["CEMS_USER"], "learnings")
+    assert blocked["content"] == (
+        "`git push --force origin main` is blocked by a rule in acme/api: force pushes rewrite shared history"
+    )
+    [context] = memories(capture_env["CEMS_USER"], "context")
     text = context["content"]
     assert "Blocked by a rule: `git push --force origin main` (force pushes rewrite shared history)." in text
     failing = "python -c 'import nosuchmod': ModuleNotFoundError: No module named 'nosuchmod'"

@@ -388,7 +388,11 @@ def test_a_command_a_rule_blocked_or_the_user_refused_did_not_run():
     assert session["errors"] == [
         "python -c 'import nosuchmod': ModuleNotFoundError: No module named 'nosuchmod'"
     ]
-    assert chunk.observations == []  # "Done." decides nothing; no filler memory
+    # "Done." decides nothing (no filler memory); what the rule forbids, and why, is worth knowing.
+    assert [(o.category, o.text) for o in chunk.observations] == [
+        ("learnings", "`git push --force origin main` is blocked by a rule in acme-api: force pushes rewrite "
+         "shared history")
+    ]
 
 
 def test_preferences_come_from_the_user_and_decisions_from_prompt_or_answer():
