@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from cems_cli.cli import admin, evaluation, hooks, maintain, memory, observer, rules, transfer
+from cems_cli.cli import admin, evaluation, hooks, maintain, mcp, memory, observer, rules, transfer
 from cems_cli.cli.common import use_tidy_help
 
 app = typer.Typer(
@@ -40,7 +40,7 @@ def _root(
     """CEMS: long-term memory and guard rails for AI coding agents."""
 
 
-for group in (memory, rules, transfer, admin, maintain, hooks, observer, evaluation):
+for group in (memory, rules, transfer, admin, maintain, hooks, mcp, observer, evaluation):
     group.register(app)
 use_tidy_help(app)
 

@@ -33,6 +33,13 @@ SettingsOption = typer.Option(
     help="Path of the settings.json to use instead of the file of --scope (the command form still follows "
     "--scope: pinned unless --scope project).",
 )
+McpOption = typer.Option(
+    False,
+    "--mcp",
+    help="Also register `cems mcp` as the MCP server `cems` where Claude Code reads it for --scope: "
+    "./.mcp.json (project, portable `cems mcp`), ~/.claude.json (user) or this folder's entry in it (local). "
+    "Uninstall removes it when given, or when an install with --mcp under this CEMS_HOME put it there.",
+)
 DoctorScopeOption = typer.Option(
     None, "--scope", help="Check only this file: user, project or local (default: all three)."
 )
@@ -80,21 +87,33 @@ def _standard_files(cwd: Path) -> list[tuple[str, Path]]:
 
 @hooks_app.command("install")
 def install(
-    scope: str | None = ScopeOption, settings: Path | None = SettingsOption, as_json: bool = JsonOption
+    scope: str | None = ScopeOption,
+    settings: Path | None = SettingsOption,
+    mcp: bool = McpOption,
+    as_json: bool = JsonOption,
 ) -> None:
     """Merge CEMS's hooks into a settings file (idempotent; a backup is kept beside it).
 
     user, local, --settings: `CEMS_HOME=<store> <python> <hooks dir>/<handler>.py` (absolute, store pinned).
 
     project: `cems-hook <handler>` (no paths, no store: each teammate's own).
+
+    --mcp: also the MCP server (`cems mcp`), pinned or portable the same way.
     """
     from cems_cli.hooks_install import InstallError, scan_settings, style_for
     from cems_cli.hooks_install import install as do_install
+    from cems_cli.mcp import register
 
     path, home, scope = _resolve(scope, settings)
     style = style_for(scope)
     try:
+        target = register.target_for(scope) if mcp else None
+        if target is not None:
+            register.check(target)  # refused before the hooks go in: all or nothing
         result = do_install(path, home, style=style)
+        result["mcp"] = (
+            register.install(target, home, portable=style == "portable") if target is not None else None
+        )
     except InstallError as error:
         fail(str(error))
     # Another file Claude Code reads with a different CEMS command for the same event: both run (identical
@@ -113,6 +132,10 @@ def install(
     if style == "portable" and shutil.which("cems-hook") is None:
         result["warnings"].append(
             "cems-hook is not on PATH here: Claude Code finds it only where cems is installed on its PATH"
+        )
+    if result["mcp"] is not None and style == "portable" and shutil.which("cems") is None:
+        result["warnings"].append(
+            "cems is not on PATH here: Claude Code starts `cems mcp` only where cems is installed on its PATH"
         )
     for other in elsewhere:
         result["warnings"].append(
@@ -139,26 +162,38 @@ def install(
     console.print(
         f"Command: {result['commands']['PreToolUse']}  (one per event)", markup=False, soft_wrap=True
     )
+    if result["mcp"] is not None:
+        _print_mcp(result["mcp"], installing=True)
     for warning in result["warnings"]:
         console.print(f"warning: {warning}", markup=False, soft_wrap=True)
 
 
 @hooks_app.command("uninstall")
 def uninstall(
-    scope: str | None = ScopeOption, settings: Path | None = SettingsOption, as_json: bool = JsonOption
+    scope: str | None = ScopeOption,
+    settings: Path | None = SettingsOption,
+    mcp: bool = McpOption,
+    as_json: bool = JsonOption,
 ) -> None:
-    """Remove exactly the hooks install added (restoring the original file when it is as install left it)."""
+    """Remove exactly the hooks install added (restoring the original file when it is as install left it),
+    and the MCP server the same way (see --mcp)."""
     from cems_cli.hooks_install import InstallError
     from cems_cli.hooks_install import uninstall as do_uninstall
+    from cems_cli.mcp import register
 
-    path, home, _ = _resolve(scope, settings)
+    path, home, scope = _resolve(scope, settings)
     try:
+        target = register.target_for(scope)
+        # An explicit --settings file says nothing about Claude Code's MCP files: only --mcp touches them.
+        take_mcp = mcp or (settings is None and register.recorded(target, home))
         result = do_uninstall(path, home)
+        result["mcp"] = register.uninstall(target, home) if take_mcp else None
     except InstallError as error:
         fail(str(error))
     if as_json:
         emit_json(result)
-    elif result["changed"]:
+        return
+    if result["changed"]:
         console.print(
             f"Removed CEMS hooks from {path}" + (" (original file restored)" if result["restored"] else ""),
             markup=False,
@@ -166,6 +201,25 @@ def uninstall(
         )
     else:
         console.print(f"No CEMS hooks in {path}", markup=False, soft_wrap=True)
+    if result["mcp"] is not None:
+        _print_mcp(result["mcp"], installing=False)
+
+
+def _print_mcp(result: dict[str, Any], installing: bool) -> None:
+    where = result["where"]
+    if installing:
+        text = (
+            f"Registered the MCP server cems in {where}"
+            if result["changed"]
+            else f"MCP server cems already registered in {where}"
+        )
+    elif result["changed"]:
+        text = f"Removed the MCP server cems from {where}" + (
+            " (original file restored)" if result["restored"] else ""
+        )
+    else:
+        text = f"No CEMS MCP server in {where}"
+    console.print(text, markup=False, soft_wrap=True)
 
 
 # --- doctor ----------------------------------------------------------------------------------------------
@@ -573,6 +627,12 @@ def serve(
         else:
             console.print(f"running  pid {pid}" if pid else "not running")
         return
+    from cems_cli.private_dir import NotPrivate
+
+    try:  # checked here too, so a folder another user could reach is reported, not only logged
+        server.prepare_socket_dir(home)
+    except NotPrivate as error:
+        fail(str(error), code=1)
     if daemon:
         from cems_cli.server.client import call, spawn
 
@@ -586,7 +646,10 @@ def serve(
                 return
             time.sleep(0.1)
         fail(f"the search server did not start (see {home / 'logs' / 'server.log'})", code=1)
-    code = server.serve(idle)
+    try:
+        code = server.serve(idle)
+    except NotPrivate as error:
+        fail(str(error), code=1)
     if code:
         fail(f"a search server already runs for {home} (pid {server.server_pid(home)})", code=1)
 

@@ -1,0 +1,473 @@
+"""The MCP tools: each a JSON schema, a description an agent can act on, and a function over MemoryService.
+
+Every function opens the library's `Memory` the way the CLI's commands do (`cems_cli.cli.common.service`:
+one per call, its connection closed afterwards; the embedding model is process-wide, so it loads once) and
+returns a JSON object. Bad input raises the errors the CLI turns into one-line messages (UserError,
+TextTooLarge, CliError…); server.py turns them into tool errors. Arguments arrive checked against the schema.
+
+Nothing heavy is imported at module level: `tools/list` must not load the model or reach the database.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cems_cli.models import MemoryCategory, MemoryScope, PinCategory, SearchScope
+
+# What `remember` stores as the memory's source: what the agent chose to write, so it is not weighed down
+# like captured memories (models.CAPTURED_SOURCES), and `cems forget --source mcp` finds it.
+MCP_SOURCE = "mcp"
+# An agent's context is small: a page of results, not the CLI's thousand.
+SEARCH_LIMIT_MAX = 50
+LIST_LIMIT_MAX = 100
+LIST_LIMIT_DEFAULT = 10
+
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    run: Handler
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+
+
+# --- schema pieces ---------------------------------------------------------------------------------------
+
+
+def _enum(values: type, description: str, default: str | None = None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "enum": [m.value for m in values], "description": description}
+    if default is not None:
+        schema["default"] = default
+    return schema
+
+
+def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+_ID = {
+    "type": "string",
+    "minLength": 1,
+    "description": "Memory id, or a unique prefix of it (e.g. its first 8 characters).",
+}
+_PROJECT = {
+    "type": "string",
+    "minLength": 1,
+    "description": "Project id, e.g. acme/api (project:acme/api works too).",
+}
+_CATEGORY_FILTER = _enum(MemoryCategory, "Only memories of this category.")
+_SCOPE_FILTER = _enum(
+    SearchScope, "personal (yours), shared (your team's) or both.", default=SearchScope.BOTH.value
+)
+
+
+# --- output ----------------------------------------------------------------------------------------------
+
+
+def _memory_json(record: Any, created: bool | None = None) -> dict[str, Any]:
+    from cems_cli.results import citation
+
+    data = {
+        "id": record.id,
+        "category": record.category,
+        "scope": record.scope,
+        "title": record.title,
+        "content": record.content,
+        "tags": record.tags,
+        "pinned": record.pinned,
+        "created_at": record.created_at.isoformat(),
+        "source": record.source,
+        "source_ref": record.source_ref,
+        "citation": citation(record.source, record.source_ref),
+    }
+    return data if created is None else {"id": record.id, "created": created, **data}
+
+
+def _result_json(result: Any) -> dict[str, Any]:
+    data = {
+        "id": result.id,
+        "score": round(result.score, 4),
+        "category": result.category,
+        "scope": result.scope,
+        "title": result.title,
+        "content": result.content,
+        "tags": result.tags,
+        "pinned": result.pinned,
+        "created_at": result.created_at.isoformat(),
+        "source": result.source,
+        "source_ref": result.source_ref,
+        "citation": result.citation,
+    }
+    if result.context:  # neighbouring parts of a long memory
+        data["context"] = result.context
+    return data
+
+
+def _max_bytes() -> int:
+    from cems_cli.config import get_settings
+
+    return get_settings().max_memory_bytes
+
+
+def _project(value: str | None) -> str | None:
+    from cems_cli.project import normalize_project
+
+    return normalize_project(value) if value else None
+
+
+# --- the tools: each what the matching `cems` command does, through the same library ------------------
+
+
+def search(args: dict[str, Any]) -> dict[str, Any]:
+    from cems_cli.cli.common import service
+    from cems_cli.embedding.limits import check_text_size
+
+    query = args["query"]
+    check_text_size(query, _max_bytes(), "search query", "shorten it")
+    with service() as memory:
+        results = memory.search(
+            query,
+            limit=args.get("limit"),
+            category=args.get("category"),
+            scope=args.get("scope", SearchScope.BOTH.value),
+            project=_project(args.get("project")),
+        )
+    return {"query": query, "count": len(results), "results": [_result_json(r) for r in results]}
+
+
+def remember(args: dict[str, Any]) -> dict[str, Any]:
+    from cems_cli.cli.common import service
+    from cems_cli.embedding.limits import check_text_size
+
+    text = args["text"]
+    check_text_size(text, _max_bytes())
+    with service() as memory:
+        memory_id, created = memory.remember(  # in the current project, as `cems remember` here
+            text,
+            category=args.get("category", MemoryCategory.GENERAL.value),
+            tags=args.get("tags") or [],
+            scope=args.get("scope", MemoryScope.PERSONAL.value),
+            source=MCP_SOURCE,
+        )
+        # The stored text, not the given one: secrets and <private> blocks are gone from it.
+        return _memory_json(memory.get(memory_id), created)
+
+
+def forget(args: dict[str, Any]) -> dict[str, Any]:
+    from cems_cli.cli.common import service
+
+    with service() as memory:
+        (memory_id,) = memory.forget(args["id"])
+    return {"id": memory_id, "forgotten": True, "archived": True}
+
+
+def pin(args: dict[str, Any]) -> dict[str, Any]:
+    from cems_cli.cli.common import service
+
+    with service() as memory:
+        memory_id = memory.pin(args["id"], reason=args.get("reason"), category=args.get("pin_category"))
+    return {"id": memory_id, "pinned": True}
+
+
+def list_recent(args: dict[str, Any]) -> dict[str, Any]:
+    from cems_cli.cli.common import service
+
+    with service() as memory:
+        records = memory.list(
+            scope=args.get("scope", SearchScope.BOTH.value),
+            category=args.get("category"),
+            project=_project(args.get("project")),
+            limit=args.get("limit", LIST_LIMIT_DEFAULT),
+        )
+    return {"count": len(records), "memories": [_memory_json(r) for r in records]}
+
+
+def rule_add(args: dict[str, Any]) -> dict[str, Any]:
+    """What `cems rule add` does, with the same one-line form when no tool is given."""
+    from cems_cli.cli.common import fail, service
+    from cems_cli.rules.model import make_rule
+    from cems_cli.rules.parse import parse_one_line
+
+    pattern, tool = args["pattern"], args.get("tool")
+    parts: dict[str, str] = {"pattern": pattern, "tool": tool or "", "action": "block", "reason": ""}
+    if tool is None:
+        try:
+            parts = parse_one_line(pattern)
+        except ValueError as error:
+            fail(f"{error} (or pass tool)")
+    if "action" in args:
+        parts["action"] = args["action"]
+    if "reason" in args:
+        parts["reason"] = args["reason"]
+    with service() as memory:
+        try:
+            rule = make_rule(
+                **parts,
+                field=args.get("field"),
+                regex=args.get("regex", False),
+                project=args.get("project"),
+                scope=args.get("scope", MemoryScope.PERSONAL.value),
+                user_id=memory.settings.user,
+            )
+        except ValueError as error:
+            fail(str(error))
+        ((stored, created),) = memory.rules.add([rule])
+    return {**stored.to_dict(), "created": created}
+
+
+def rule_list(args: dict[str, Any]) -> dict[str, Any]:
+    from cems_cli.cli.common import service
+
+    project = _project(args.get("project"))
+    with service() as memory:
+        rules = memory.rules.list(project.lower() if project else None)
+    return {"count": len(rules), "rules": [r.to_dict() for r in rules]}
+
+
+def rule_test(args: dict[str, Any]) -> dict[str, Any]:
+    from cems_cli.cli.common import service
+    from cems_cli.rules.matcher import decide
+
+    project = _project(args.get("project"))
+    with service() as memory:
+        current = project.lower() if project else memory.current_project().lower()
+        rules = memory.rules.list()
+    decision = decide(rules, args["tool"], args["input"], current, cwd=os.getcwd())
+    return {
+        "decision": decision.action if decision else "allow",
+        "project": current,
+        "rules_checked": len(rules),
+        "rule": decision.rule.to_dict() if decision else None,
+        "matched": decision.value if decision else None,
+    }
+
+
+def status(args: dict[str, Any]) -> dict[str, Any]:
+    """What `cems status --json` prints."""
+    from cems_cli.cli.admin import _server_state
+    from cems_cli.cli.common import service
+
+    with service() as memory:
+        found = memory.status().to_json()
+    return {**found, "database": _server_state()}
+
+
+# --- the catalogue ---------------------------------------------------------------------------------------
+
+_CITE = " Say where what you use comes from: each memory has an id (`cems show <id>`) and a citation."
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "search",
+        "Search memories",
+        "Search the user's long-term memory (preferences, decisions, patterns, context, learnings, rules) "
+        "for what is relevant to a question or task: hybrid vector + full-text search, best first. Use it "
+        "before deciding something the user may already have decided. Returns id, score, content, category, "
+        "source, source_ref and citation (where the memory came from) for each result; nothing when nothing "
+        "matches."
+        + _CITE,
+        _object(
+            {
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "What to look for, in plain words.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": SEARCH_LIMIT_MAX,
+                    "description": "How many results at most (default 5).",
+                },
+                "category": _CATEGORY_FILTER,
+                "scope": _SCOPE_FILTER,
+                "project": {**_PROJECT, "description": "Only memories of this project, e.g. acme/api."},
+            },
+            required=("query",),
+        ),
+        search,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "remember",
+        "Remember",
+        "Store something worth knowing in later sessions: a preference the user stated, a decision and its "
+        "reason, a pattern of this codebase, a learning from a failure. One self-contained fact per memory. "
+        "Secrets and <private>…</private> blocks are removed before anything is stored; the same text twice "
+        "returns the existing memory (created: false). Returns the id and the text as stored.",
+        _object(
+            {
+                "text": {"type": "string", "minLength": 1, "description": "The memory, self-contained."},
+                "category": _enum(MemoryCategory, "What kind of memory it is.", MemoryCategory.GENERAL.value),
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "maxItems": 20,
+                    "description": 'Short tags, e.g. ["python", "testing"].',
+                },
+                "scope": _enum(
+                    MemoryScope,
+                    "personal (only the user) or shared (the user's team; needs CEMS_TEAM).",
+                    MemoryScope.PERSONAL.value,
+                ),
+            },
+            required=("text",),
+        ),
+        remember,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "forget",
+        "Forget a memory",
+        "Forget one of the user's memories: it is archived and no longer found by search. Only for a memory "
+        "that is wrong or that the user asked to drop.",
+        _object({"id": _ID}, required=("id",)),
+        forget,
+        destructive=True,
+        idempotent=False,
+    ),
+    ToolSpec(
+        "pin",
+        "Pin a memory",
+        "Pin a memory that must not fade: it never decays, ranks a little higher and is part of every "
+        "session's profile. For standing guidelines and conventions the user confirmed.",
+        _object(
+            {
+                "id": _ID,
+                "reason": {"type": "string", "minLength": 1, "description": "Why it matters."},
+                "pin_category": _enum(PinCategory, "What kind of standing knowledge it is."),
+            },
+            required=("id",),
+        ),
+        pin,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "list_recent",
+        "List memories",
+        "List the user's memories without a query: pinned first, then newest first (as `cems list`). Use "
+        "search to find something specific." + _CITE,
+        _object(
+            {
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": LIST_LIMIT_MAX,
+                    "default": LIST_LIMIT_DEFAULT,
+                    "description": "How many memories.",
+                },
+                "category": _CATEGORY_FILTER,
+                "scope": _SCOPE_FILTER,
+                "project": {**_PROJECT, "description": "Only memories of this project, e.g. acme/api."},
+            }
+        ),
+        list_recent,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "rule_add",
+        "Add a guard rule",
+        "Add a rule that the PreToolUse hook enforces on every tool call of later turns and sessions: block, "
+        "ask or warn when a tool's input matches. Either the one-line form in pattern ('Bash: git push "
+        "--force* — force pushes rewrite history', no tool) or pattern plus tool. Glob by default; a glob "
+        "that reads as a command also matches reordered and respelt options. Returns the rule and its id.",
+        _object(
+            {
+                "pattern": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Glob (a regex with regex: true), or the one-line form "
+                    "'Tool: pattern — reason'.",
+                },
+                "tool": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Tool name: Bash, Edit, Write, Read, WebFetch, mcp__server__tool…",
+                },
+                "action": {
+                    "type": "string",
+                    "enum": ["block", "ask", "warn"],
+                    "default": "block",
+                    "description": "What happens on a match.",
+                },
+                "reason": {"type": "string", "description": "Why: shown to the agent when it is stopped."},
+                "field": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The tool_input field to match (default: the tool's main one).",
+                },
+                "regex": {"type": "boolean", "default": False, "description": "pattern is a regex."},
+                "project": {**_PROJECT, "description": "Only inside this project (default: every project)."},
+                "scope": _enum(
+                    MemoryScope, "personal, or shared (binds the whole team).", MemoryScope.PERSONAL.value
+                ),
+            },
+            required=("pattern",),
+        ),
+        rule_add,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "rule_list",
+        "List guard rules",
+        "The rules in force for the user (theirs and their team's), with ids, tools, patterns, actions and "
+        "reasons.",
+        _object({"project": {**_PROJECT, "description": "Only rules in force in this project."}}),
+        rule_list,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "rule_test",
+        "Test the guard rules",
+        "What the PreToolUse hook would decide for a tool call (allow, warn, ask or block) and which rule "
+        "decides it, without running anything.",
+        _object(
+            {
+                "tool": {"type": "string", "minLength": 1, "description": "Tool name, e.g. Bash."},
+                "input": {
+                    "type": "object",
+                    "description": 'The tool_input, e.g. {"command": "git push --force origin main"}.',
+                },
+                "project": {**_PROJECT, "description": "Project to test in (default: the current one)."},
+            },
+            required=("tool", "input"),
+        ),
+        rule_test,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "status",
+        "Memory status",
+        "Who and where: user, team, current project, memory counts by scope and category, database and "
+        "embedding model.",
+        _object({}),
+        status,
+        read_only=True,
+        idempotent=True,
+    ),
+)
+
+BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
+
+INSTRUCTIONS = (
+    "CEMS is the user's long-term memory across coding sessions. Search it before deciding something the "
+    "user may already have settled (conventions, preferences, earlier decisions), remember durable facts "
+    "worth knowing next time (one per memory), and say which memory (id, citation) an answer rests on. Rules "
+    "added here guard every later tool call."
+)
