@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cems_cli.embedding.limits import TextTooLarge, check_text_size
+from cems_cli.errors import UserError
 from cems_cli.models import MemoryScope, parse_choice
-from cems_cli.service import UserError
 from cems_cli.store import bulk as store
 from cems_cli.store.records import MemoryRecord, NewMemory
 from cems_cli.text.normalize import content_hash

@@ -21,11 +21,9 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from cems_cli import paths
+from cems_cli import defaults, paths
 from cems_cli.embedding.limits import DEFAULT_MAX_MEMORY_BYTES, MAX_MAX_MEMORY_BYTES, MIN_MAX_MEMORY_BYTES
 from cems_cli.project import normalize_project, project_for_dir
-from cems_cli.retrieval.filtering import DEFAULT_MIN_SIMILARITY
-from cems_cli.retrieval.fusion import DEFAULT_LEXICAL_COVERAGE
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
@@ -89,7 +87,8 @@ class Settings(CemsSettingsBase):
     team: str | None = None
     project: str | None = None
 
-    embedding_backend: Literal["local", "openai"] = "local"
+    # The name of a `cems.embedders` entry point: built in, `local` and `openai` (cems_cli/plugins.py).
+    embedding_backend: str = Field(default="local", min_length=1)
     embedding_model: str | None = None
     embedding_dim: int | None = Field(default=None, ge=8, le=16000)
     embedding_batch_size: int = Field(default=64, ge=1, le=2048)
@@ -101,44 +100,55 @@ class Settings(CemsSettingsBase):
 
     llm_base_url: str | None = None
     llm_api_key: str | None = None
-    llm_model: str = "gpt-4o-mini"
-    llm_timeout: float = Field(default=2.0, gt=0, le=600)
+    llm_model: str = defaults.LLM_MODEL
+    llm_timeout: float = Field(default=defaults.LLM_TIMEOUT, gt=0, le=600)
 
     search_mode: Literal["vector", "hybrid", "auto"] = "hybrid"
-    search_limit: int = Field(default=5, ge=1, le=1000)
-    context_budget: int = Field(default=2000, ge=50)
+    search_limit: int = Field(default=defaults.SEARCH_LIMIT, ge=1, le=1000)
+    context_budget: int = Field(default=defaults.CONTEXT_BUDGET, ge=50)
     # "linear": normalised BM25 + weighted cosine (keeps score gaps); "rrf": weighted reciprocal rank fusion.
     # Measured on LoCoMo in bench/RESULTS.md.
     fusion: Literal["linear", "rrf"] = "linear"
-    fusion_vector_weight: float = Field(default=1.5, ge=0, le=100)
+    fusion_vector_weight: float = Field(default=defaults.FUSION_VECTOR_WEIGHT, ge=0, le=100)
     # linear only: how much of a whole-query BM25 match the best lexical match must reach to count fully
     # (retrieval/fusion.py); 0 divides by the best match alone.
-    lexical_coverage: float = Field(default=DEFAULT_LEXICAL_COVERAGE, ge=0, le=1)
-    hybrid_vector_weight: float = Field(default=0.3, ge=0, le=1)  # rrf only: blend of the cosine score
+    lexical_coverage: float = Field(default=defaults.LEXICAL_COVERAGE, ge=0, le=1)
+    hybrid_vector_weight: float = Field(default=defaults.HYBRID_VECTOR_WEIGHT, ge=0, le=1)  # rrf only
     # Session context (retrieval/neighbours.py): neighbours within `session_window` places, and the best
     # memory of the session, lend part of their score. 0 and 0 switch the stage off.
-    session_window: int = Field(default=2, ge=0, le=100)
-    session_neighbour_weight: float = Field(default=0.5, ge=0, le=10)
-    session_weight: float = Field(default=0.2, ge=0, le=10)
-    rrf_k: int = Field(default=60, ge=1)
-    rrf_original_weight: float = Field(default=2.0, ge=0)
-    rrf_expansion_weight: float = Field(default=1.0, ge=0)
+    session_window: int = Field(default=defaults.SESSION_WINDOW, ge=0, le=100)
+    session_neighbour_weight: float = Field(default=defaults.SESSION_NEIGHBOUR_WEIGHT, ge=0, le=10)
+    session_weight: float = Field(default=defaults.SESSION_WEIGHT, ge=0, le=10)
+    rrf_k: int = Field(default=defaults.RRF_K, ge=1)
+    rrf_original_weight: float = Field(default=defaults.RRF_ORIGINAL_WEIGHT, ge=0)
+    rrf_expansion_weight: float = Field(default=defaults.RRF_EXPANSION_WEIGHT, ge=0)
     # Unset: the LLM reranker when an LLM is configured, none otherwise. Cosine rescoring ("embedding")
     # repeats what fusion already weighed and measured worse on LoCoMo (Recall@10 0.741 vs 0.765).
-    rerank_backend: Literal["llm", "ollama", "embedding", "disabled"] | None = None
-    rerank_input_limit: int = Field(default=40, ge=1)
-    relevance_threshold: float = Field(default=0.0, ge=0, le=1)
+    # A `cems.rerankers` entry point (built in: llm, ollama, embedding) or `disabled`; None: llm when an
+    # LLM is configured, else disabled.
+    rerank_backend: str | None = None
+    rerank_input_limit: int = Field(default=defaults.RERANK_INPUT_LIMIT, ge=1)
+    relevance_threshold: float = Field(default=defaults.RELEVANCE_THRESHOLD, ge=0, le=1)
     # No shared word and a cosine below this: no evidence at all, never a result (retrieval/filtering.py).
-    min_similarity: float = Field(default=DEFAULT_MIN_SIMILARITY, ge=0, le=1)
-    strong_signal_threshold: float = Field(default=0.85, ge=0, le=1)
-    strong_signal_gap: float = Field(default=0.15, ge=0, le=1)
+    min_similarity: float = Field(default=defaults.MIN_SIMILARITY, ge=0, le=1)
+    strong_signal_threshold: float = Field(default=defaults.STRONG_SIGNAL_THRESHOLD, ge=0, le=1)
+    strong_signal_gap: float = Field(default=defaults.STRONG_SIGNAL_GAP, ge=0, le=1)
     ollama_url: str = "http://127.0.0.1:11434"
     reranker_model: str = "dengcao/Qwen3-Reranker-0.6B:Q8_0"
 
+    # What the prompt hook injects (CEMS_RECALL_*): the hook itself reads only the environment (it is
+    # stdlib only) and sends what is set there; the search server fills in the rest from these, so a value
+    # stored with `cems config set` reaches the next prompt.
+    recall_limit: int = Field(default=defaults.RECALL_LIMIT, ge=1, le=100)
+    recall_token_budget: int = Field(default=defaults.RECALL_TOKEN_BUDGET, ge=50, le=100_000)
+    recall_min_score: float = Field(default=defaults.RECALL_MIN_SCORE, ge=0, le=1)
+    recall_min_relative: float = Field(default=defaults.RECALL_MIN_RELATIVE, ge=0, le=1)
+    recall_min_similarity: float = Field(default=defaults.RECALL_MIN_SIMILARITY, ge=0, le=1)
+
     # Lifecycle maintenance (cems_cli/maintain.py): a captured session `context` memory neither accessed nor
     # updated for this many days expires; an archived memory is deleted for good this many days later.
-    context_ttl_days: float = Field(default=90, gt=0)
-    archive_grace_days: float = Field(default=30, ge=0)
+    context_ttl_days: float = Field(default=defaults.CONTEXT_TTL_DAYS, gt=0)
+    archive_grace_days: float = Field(default=defaults.ARCHIVE_GRACE_DAYS, ge=0)
 
     @field_validator("user")
     @classmethod
@@ -171,7 +181,11 @@ class Settings(CemsSettingsBase):
     def resolved_embedding_model(self) -> str:
         if self.embedding_model:
             return self.embedding_model
-        return LOCAL_MODEL if self.embedding_backend == "local" else OPENAI_DEFAULT_MODEL
+        if self.embedding_backend == "local":
+            return LOCAL_MODEL
+        # A plugin backend names its model with CEMS_EMBEDDING_MODEL (and CEMS_EMBEDDING_DIM); by default
+        # the backend's name stands for it, so switching backends is a model change `cems reindex` sees.
+        return OPENAI_DEFAULT_MODEL if self.embedding_backend == "openai" else self.embedding_backend
 
     @property
     def resolved_embedding_dim(self) -> int:

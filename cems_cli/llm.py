@@ -22,12 +22,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from cems_cli import defaults
+
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported at run time here
     from openai import OpenAI
 
 log = logging.getLogger("cems.llm")
 
-DEFAULT_TIMEOUT = 2.0
+DEFAULT_TIMEOUT = defaults.LLM_TIMEOUT
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Local OpenAI-compatible servers (Ollama, llama.cpp, vLLM) need no key, but the SDK refuses to start
 # without one; passing a placeholder also stops it from reading OPENAI_API_KEY from the environment.

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from cems_cli.service import MemoryService
 
-PROFILE_BUDGET_TOKENS = 2000
 
 
 def _line(memory_id: str, category: str, created: str, text: str) -> str:
@@ -30,7 +29,7 @@ def format_recall(results: list[dict[str, Any]]) -> str:
     )
 
 
-def build_profile(svc: MemoryService, project: str | None, budget: int = PROFILE_BUDGET_TOKENS) -> str:
+def build_profile(svc: MemoryService, project: str | None, budget: int) -> str:
     """Pinned guidelines, top preferences, then recent context and learnings of this project, in budget."""
     from cems_cli.store.profile import profile_sections
     from cems_cli.text.tokens import estimate_tokens

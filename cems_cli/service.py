@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from cems_cli.config import Settings
-from cems_cli.models import MemoryCategory, MemoryScope, PinCategory, SearchScope, parse_choice
+from cems_cli.errors import UserError
+from cems_cli.models import (
+    CAPTURED_SOURCES,
+    MemoryCategory,
+    MemoryScope,
+    PinCategory,
+    SearchScope,
+    parse_choice,
+)
+from cems_cli.results import SearchResult
 from cems_cli.store.records import MemoryRecord, NewMemory
 from cems_cli.text.normalize import InvalidText, clean_context, clean_text, content_hash
 
@@ -19,45 +27,16 @@ if TYPE_CHECKING:
     from cems_cli.store.memories import Identity
 
 
-class UserError(ValueError):
-    """Bad input from the user: shown as one line, exit code 2, nothing stored."""
+TRUNCATED_MARK = "\n[… truncated: over CEMS_MAX_MEMORY_BYTES]"
 
 
-@dataclass
-class SearchResult:
-    id: str
-    score: float
-    category: str
-    content: str
-    snippet: str
-    title: str | None
-    tags: list[str]
-    scope: str
-    source_ref: str | None
-    pinned: bool
-    created_at: datetime
-    explain: dict[str, Any] = field(default_factory=dict)
-    context: list[str] = field(default_factory=list)  # neighbouring chunks of a long memory
-
-    def to_json(self, with_explain: bool = False) -> dict[str, Any]:
-        data = {
-            "id": self.id,
-            "score": round(self.score, 6),
-            "category": self.category,
-            "content": self.content,
-            "snippet": self.snippet,
-            "title": self.title,
-            "tags": self.tags,
-            "scope": self.scope,
-            "source_ref": self.source_ref,
-            "pinned": self.pinned,
-            "created_at": self.created_at.isoformat(),
-        }
-        if self.context:
-            data["context"] = self.context
-        if with_explain:
-            data["explain"] = self.explain
-        return data
+def truncate_to_bytes(text: str, limit: int) -> str:
+    """`text` if it fits in `limit` bytes of UTF-8, else its head (cut at a character) and a mark."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    keep = limit - len(TRUNCATED_MARK.encode("utf-8"))
+    return data[:keep].decode("utf-8", errors="ignore").rstrip() + TRUNCATED_MARK
 
 
 def parse_tags(raw: str | Sequence[str] | None) -> list[str]:
@@ -156,13 +135,25 @@ class MemoryService:
         """Validate and clean one memory (privacy rules applied) without touching the database. Every
         stored text is sanitized, not just the content: titles, tags and reasons are searched, listed,
         exported and shared like it."""
+        from cems_cli.embedding.limits import TextTooLarge, check_text_size
         from cems_cli.text.redact import sanitize_field, sanitize_for_storage, sanitize_tags
 
+        # CEMS_MAX_MEMORY_BYTES on every path, not only the CLI's: embedding time grows with the text
+        # (cems_cli/embedding/limits.py). What a person asked to store is refused whole, before any work;
+        # what capture derived is kept, cut to the limit after redaction (a cut secret might slip past it).
+        limit = self.settings.max_memory_bytes
+        captured = source in CAPTURED_SOURCES
         try:
+            if not captured:
+                check_text_size(text, limit)
             cleaned = clean_text(text)
             content = clean_text(sanitize_for_storage(cleaned))
+            if captured:
+                content = truncate_to_bytes(content, limit)
+            else:
+                check_text_size(content, limit)  # redaction seldom lengthens a text, but it may
             situated = clean_context(sanitize_for_storage(context)) if context else None
-        except InvalidText as error:
+        except (InvalidText, TextTooLarge) as error:
             raise UserError(str(error)) from None
         try:
             category_value = parse_choice(MemoryCategory, category, "category").value
@@ -289,6 +280,55 @@ class MemoryService:
             record_access(self.conn, [r.id for r in results])
         return results
 
+    def recall(
+        self,
+        prompt: str,
+        *,
+        project: str | None,
+        limit: int,
+        token_budget: int,
+        min_score: float,
+        min_relative: float,
+        min_similarity: float | None,
+        mode: str = "hybrid",
+    ) -> list[SearchResult]:
+        """What the prompt hook injects (see `cems_cli.api.Memory.recall` for the defaults)."""
+        from cems_cli.retrieval.pipeline import SearchRequest, run_search
+        from cems_cli.store.memories import record_recall
+
+        query = " ".join((prompt or "").replace("\x00", "").split())
+        if not query:
+            return []
+        request = SearchRequest(
+            query=query,
+            limit=max(1, limit),
+            category=None,
+            scope="both",
+            project_filter=None,
+            current_project=project,
+            mode=mode,
+            token_budget=token_budget,
+            min_score=min_score,
+            min_relative=min_relative,
+            min_similarity=min_similarity,
+        )
+        results = run_search(self, request)
+        if results:
+            # Recall on every prompt is not an access: counting it raised the priority of whatever was
+            # injected, so a memory that matched loosely once was injected ever more often (on the capture
+            # benchmark the session records reached priority 2.0 and topped unrelated questions). It is use,
+            # though: only last_recalled is stamped, which the expiry of captured context memories reads, or
+            # a record injected every day would be archived as unused.
+            import psycopg
+
+            try:
+                record_recall(self.conn, [r.id for r in results])
+            except psycopg.Error:  # the stamp is bookkeeping: never lose the answer over it
+                import logging
+
+                logging.getLogger(__name__).warning("recall stamp failed", exc_info=True)
+        return results
+
     # Changing -------------------------------------------------------------------------------------
     def forget(self, id_or_prefix: str, purge: bool = False) -> str:
         return self.forget_many([id_or_prefix], purge=purge)[0]
@@ -380,9 +420,9 @@ class MemoryService:
         except UserError:
             source = None
         if source is not None and source.category == "rules":
-            from cems_cli.rules.manage import share_rule
-
-            return share_rule(self, source.id)
+            # A rule is its memory plus a spec in the rules table: the library shares both (cems.Memory.share,
+            # through rules.manage); a bare copy of the memory would block nothing.
+            raise UserError(f"{id_or_text!r} is a rule: share it through the library (cems.Memory.share)")
         if source is not None:
             memory = self.prepare(
                 source.content,

@@ -347,7 +347,7 @@ class Observer:
             report.duplicates += 1
 
     def _prepare(self, observation: Observation) -> NewMemory | None:
-        from cems_cli.service import UserError
+        from cems_cli.errors import UserError
 
         try:
             return self.svc.prepare(

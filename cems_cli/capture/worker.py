@@ -156,7 +156,7 @@ class _Worker:
     ) -> tuple[str | None, bool]:
         """Store one memory through MemoryService (privacy rules, dedup): (id, created); (None, False) when
         nothing is left of the text once private parts are removed."""
-        from cems_cli.service import UserError
+        from cems_cli.errors import UserError
 
         try:
             memory = self.service.prepare(

@@ -89,28 +89,15 @@ def db_stop(as_json: bool = JsonOption) -> None:
 def status(as_json: bool = JsonOption) -> None:
     """Counts by category and scope, where the data lives, the model, and the server state."""
     from cems_cli.cli.common import service
-    from cems_cli.store import memories
 
     with service() as svc:
-        rows = memories.counts(svc.conn, svc.identity)
         settings = svc.settings
+        found = svc.status().to_json()
         info = {
-            "user": settings.user,
-            "team": settings.team,
-            "project": settings.current_project(),
-            "home": str(settings.home),
-            "embedding": {
-                "backend": settings.embedding_backend,
-                "model": settings.resolved_embedding_model,
-                "dim": settings.resolved_embedding_dim,
-            },
-            "llm": {
-                "configured": settings.llm_configured,
-                "model": settings.llm_model if settings.llm_configured else None,
-            },
+            **{key: found[key] for key in ("user", "team", "project", "home", "embedding", "llm")},
             "database": _server_state(),
-            "counts": [{"scope": s, "category": c, "count": n} for s, c, n in rows],
-            "total": sum(n for _, _, n in rows),
+            "counts": found["counts"],
+            "total": found["total"],
         }
     if as_json:
         emit_json(info)
@@ -144,39 +131,25 @@ def reindex(as_json: bool = JsonOption) -> None:
     """Re-embed every memory with the configured embedding model."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from cems_cli.api import reindex
     from cems_cli.config import get_settings
-    from cems_cli.embedding import get_embedder
-    from cems_cli.store.db import connect
-    from cems_cli.store.reindex import reindex as run_reindex
 
     settings = get_settings()
-    conn = connect(settings, check_dimension=False)
-    try:
-        embedder = get_embedder(settings)
-        with Progress(
-            TextColumn("re-embedding"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            disable=as_json,
-            transient=False,
-        ) as bar:
-            task = bar.add_task("reindex", total=None)
-            count = run_reindex(
-                conn,
-                embedder,
-                settings.resolved_embedding_model,
-                progress=lambda done, total: bar.update(task, completed=done, total=total),
-            )
-    finally:
-        conn.close()
+    with Progress(
+        TextColumn("re-embedding"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        disable=as_json,
+        transient=False,
+    ) as bar:
+        task = bar.add_task("reindex", total=None)
+        report = reindex(settings, progress=lambda done, total: bar.update(task, completed=done, total=total))
     if as_json:
-        emit_json({"chunks": count, "model": settings.resolved_embedding_model, "dim": embedder.dim})
+        emit_json(report.to_json())
     else:
-        console.print(
-            f"Re-embedded {count} chunks with {settings.resolved_embedding_model} ({embedder.dim} dims)"
-        )
+        console.print(f"Re-embedded {report.chunks} chunks with {report.model} ({report.dim} dims)")
 
 
 def _size(n: int) -> str:

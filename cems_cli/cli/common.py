@@ -6,12 +6,15 @@ import contextlib
 import json
 import sys
 from collections.abc import Iterator
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 from typer.models import DefaultPlaceholder
+
+if TYPE_CHECKING:
+    from cems_cli.api import Memory
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -76,22 +79,23 @@ def cems_version() -> str:
 
 
 @contextlib.contextmanager
-def service() -> Iterator[Any]:
-    """A MemoryService for one command; closed (connection released) when the command ends."""
+def service() -> Iterator[Memory]:
+    """The library's `Memory` for one command (every command goes through it); closed (connection
+    released) when the command ends."""
+    from cems_cli.api import Memory
     from cems_cli.config import get_settings
-    from cems_cli.service import MemoryService
 
-    svc = MemoryService(get_settings())
+    memory = Memory(get_settings())
     try:
-        yield svc
+        yield memory
     finally:
-        svc.close()
+        memory.close()
 
 
 def describe_error(error: BaseException) -> tuple[str, int] | None:
     """Known failures become (one-line message, exit code); anything else is a bug (None)."""
     from cems_cli.config import SettingsError
-    from cems_cli.service import UserError
+    from cems_cli.errors import UserError
 
     if isinstance(error, CliError):
         return str(error), error.code

@@ -43,9 +43,9 @@ def demo(as_json: bool = JsonOption) -> None:
 
 
 def _run_in(home: Path) -> dict[str, Any]:
+    from cems_cli.api import Memory
     from cems_cli.config import get_settings
     from cems_cli.paths import pgdata_path, using_home
-    from cems_cli.service import MemoryService
     from cems_cli.store.server import stop_server
 
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -55,10 +55,10 @@ def _run_in(home: Path) -> dict[str, Any]:
             # Its own embedded server even when CEMS_DATABASE_URL names the user's real database.
             settings = get_settings().model_copy(update={"database_url": None})
             try:
-                with MemoryService(settings) as svc:
+                with Memory(settings) as svc:
                     project = settings.current_project()
                     created = [
-                        svc.remember(text, category=category, tags="demo", project=project)[1]
+                        svc.remember(text, category=category, tags="demo", project=project).created
                         for text, category in DEMO_MEMORIES
                     ]
                     searches = [

@@ -28,11 +28,10 @@ def maintain(
     """
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
-    from cems_cli.maintain import STEPS, run_maintenance
+    from cems_cli.api import MAINTENANCE_STEPS as STEPS
 
     with service() as svc:
         settings = svc.settings
-        conn = svc.conn
         with Progress(
             SpinnerColumn(),
             TextColumn("{task.description}"),
@@ -46,7 +45,7 @@ def maintain(
             def on_step(step: str) -> None:
                 bar.update(task, description=_STEP_LABELS.get(step, step), completed=STEPS.index(step))
 
-            report = run_maintenance(conn, settings, dry_run=dry_run, progress=on_step)
+            report = svc.maintain(dry_run=dry_run, progress=on_step)
             bar.update(task, completed=len(STEPS))
     if as_json:
         emit_json(report.to_json())
@@ -71,6 +70,10 @@ def maintain(
         str(report.pruned),
         f"{verb} deleted (archived over {settings.archive_grace_days:g} days ago)",
     )
+    if report.scrub is not None:
+        done = "erased from the database files" if report.scrub.tables else "not yet erased"
+        note = f" ({report.scrub.note})" if report.scrub.note else ""
+        table.add_row("scrub", "", f"purged and pruned text {done}{note}")
     console.print(table)
     for group in report.consolidated[:_SHOWN_GROUPS]:
         merged = ", ".join(short_id(m) for m in group.merged)

@@ -64,11 +64,8 @@ def remember(
 
     content = _read_text(text)
     with service() as svc:
-        source_ref = (
-            None
-            if no_project
-            else (normalize_project(project) if project else svc.settings.current_project())
-        )
+        # None: the library's default (the current project); "": no project.
+        source_ref = "" if no_project else (normalize_project(project) if project else None)
         memory_id, created = svc.remember(
             content,
             category=category,
@@ -238,9 +235,9 @@ def forget(
         fail("give at least one memory id, or --tag/--source to select memories")
     with service() as svc:
         if ids:
-            forgotten = svc.forget_many(ids, purge=purge)
+            forgotten = svc.forget(ids, purge=purge)
         else:
-            selected = svc.forgettable(tag=tag, source=source)
+            selected = svc.ids_where(tag=tag, source=source)
             if selected and not yes:
                 _confirm_forget(len(selected), _selection(tag, source), purge)
             forgotten = svc.forget_ids(selected, purge=purge)
@@ -291,7 +288,7 @@ def pin(
 ) -> None:
     """Pin a memory: never decays, ranks a little higher, included in session profiles."""
     with service() as svc:
-        pinned = svc.pin(memory_id, reason=reason, pin_category=pin_category, unpin=unpin)
+        pinned = svc.unpin(memory_id) if unpin else svc.pin(memory_id, reason=reason, category=pin_category)
     if as_json:
         emit_json({"id": pinned, "pinned": not unpin, "reason": reason, "pin_category": pin_category})
     else:
@@ -308,7 +305,7 @@ def share(
     with service() as svc:
         text = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
         memory_id, created = svc.share(text, team=team)
-        team_name = svc.settings.team
+        team_name = team or svc.settings.team
     if as_json:
         emit_json({"id": memory_id, "created": created, "team": team_name, "scope": "shared"})
     else:

@@ -41,7 +41,6 @@ def add(
     as_json: bool = JsonOption,
 ) -> None:
     """Add a rule; prints its id."""
-    from cems_cli.rules.manage import add_rules
     from cems_cli.rules.model import make_rule
     from cems_cli.rules.parse import parse_one_line
 
@@ -62,7 +61,7 @@ def add(
             )
         except ValueError as error:
             fail(str(error))
-        ((stored, created),) = add_rules(svc, [rule])
+        ((stored, created),) = svc.rules.add([rule])
     if as_json:
         emit_json(_rule_json(stored, created))
     else:
@@ -76,10 +75,9 @@ def list_(
 ) -> None:
     """The rules in force for you (yours and your team's)."""
     from cems_cli.project import normalize_project
-    from cems_cli.rules.manage import list_rules
 
     with service() as svc:
-        rules = list_rules(svc, normalize_project(project).lower() if project else None)
+        rules = svc.rules.list(normalize_project(project).lower() if project else None)
     if as_json:
         emit_json({"rules": [_rule_json(r) for r in rules]})
         return
@@ -111,10 +109,8 @@ def rm(
     rule_id: str = typer.Argument(..., help="Rule id (or a unique prefix)."), as_json: bool = JsonOption
 ) -> None:
     """Remove a rule."""
-    from cems_cli.rules.manage import remove_rule
-
     with service() as svc:
-        removed = remove_rule(svc, rule_id)
+        removed = svc.rules.remove(rule_id)
     if as_json:
         emit_json({"id": removed, "removed": True})
     else:
@@ -132,7 +128,6 @@ def test(
 ) -> None:
     """Show what the PreToolUse hook would decide for this tool call, and which rule decides it."""
     from cems_cli.project import normalize_project
-    from cems_cli.rules.manage import list_rules
     from cems_cli.rules.matcher import decide
 
     try:
@@ -143,7 +138,7 @@ def test(
         fail("--input must be a JSON object")
     with service() as svc:
         current = normalize_project(project).lower() if project else svc.settings.current_project().lower()
-        rules = list_rules(svc)
+        rules = svc.rules.list()
     decision = decide(rules, tool, tool_input, current, cwd=os.getcwd())
     result = {
         "decision": decision.action if decision else "allow",
@@ -172,7 +167,6 @@ def import_(
     as_json: bool = JsonOption,
 ) -> None:
     """Import rules from a file (all or nothing)."""
-    from cems_cli.rules.manage import add_rules
     from cems_cli.rules.parse import parse_rules_file
 
     try:
@@ -186,7 +180,7 @@ def import_(
             fail(f"{file}: {error}")
         if not rules:
             fail(f"{file}: no rules found")
-        stored = add_rules(svc, rules)
+        stored = svc.rules.add(rules)
     created = sum(1 for _, new in stored if new)
     if as_json:
         emit_json(

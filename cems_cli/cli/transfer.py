@@ -25,15 +25,13 @@ def import_(
 
     Shared memories keep the team their line names (as `cems export` writes it).
     """
-    from cems_cli.bulk import import_memories, parse_jsonl
     from cems_cli.cli.progress import progress_bar
 
     team = (team.strip() or None) if team is not None else None
     lines = _read_lines(file)
     with service() as svc:
-        memories = parse_jsonl(lines, svc, default_team=team)
         with progress_bar("embedding", disabled=as_json) as progress:
-            report = import_memories(svc, memories, progress=progress)
+            report = svc.import_jsonl(lines, default_team=team, progress=progress)
     if as_json:
         emit_json(report.to_json())
         return
@@ -68,18 +66,16 @@ def export(
 
     To stdout the export is JSONL by design, one JSON document per memory, so --json needs --out.
     """
-    from cems_cli.bulk import export_lines
-
     if as_json and out is None:
         # stdout already carries one document per memory: a summary document there would break the JSONL.
         fail("--json needs --out FILE: to stdout, export writes JSONL (one JSON document per memory)")
     with service() as svc:
         if out is None:
-            for line in export_lines(svc):
+            for line in svc.export_jsonl():
                 sys.stdout.write(line)
             sys.stdout.flush()
             return
-        count = _write_atomically(out.expanduser(), export_lines(svc))
+        count = _write_atomically(out.expanduser(), svc.export_jsonl())
     if as_json:
         emit_json({"exported": count, "path": str(out)})
     else:

@@ -2,7 +2,7 @@
 
 Each corpus is ingested into its own memory space (a distinct CEMS_USER in one temporary CEMS_HOME, never
 the user's own memories) through the `cems import` engine, then every scored question is asked through
-`MemoryService.search` — the code `cems search` runs — and its results are mapped back to doc ids.
+`cems.Memory.search` — the code `cems search` runs — and its results are mapped back to doc ids.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def _offset(update: Update, before: int, size: int, total: int) -> Update:
 class Corpus:
     """One ingested memory space: its service, and which doc ids each stored memory stands for."""
 
-    service: Any  # MemoryService (imported lazily: the CLI module must stay cheap to import)
+    service: Any  # cems_cli.api.Memory (imported lazily: the CLI module must stay cheap to import)
     docs_of: dict[str, list[str]]
 
     def ask(self, question: str, mode: str, as_of: datetime | None = None) -> tuple[list[str], float]:
@@ -136,17 +136,15 @@ class Corpus:
 def ingest_corpus(corpus_id: str, units: list[Unit], base: Settings, home: Path,
                   progress: Update) -> Iterator[Corpus]:
     """Store a corpus as memories of its own user in `home`; the service is closed on exit."""
-    from cems_cli.bulk import import_memories, parse_record
-    from cems_cli.service import MemoryService
+    from cems_cli.api import Memory
 
     project = f"project:eval/{corpus_id}"
     settings = base.model_copy(update={"home": home, "user": f"eval:{corpus_id}", "team": None,
                                        "database_url": None, "project": project})
-    service = MemoryService(settings)
+    service = Memory(settings)
     try:
-        memories = [parse_record(unit_to_record(unit, project, units[i - 1] if i else None), service)
-                    for i, unit in enumerate(units)]
-        report = import_memories(service, memories, progress=progress)
+        records = [unit_to_record(unit, project, units[i - 1] if i else None) for i, unit in enumerate(units)]
+        report = service.import_records(records, progress=progress)
         docs_of: dict[str, list[str]] = {}
         # Two units with the same text are one memory (dedup): a hit on it counts for both doc ids.
         for unit, memory_id in zip(units, report.ids, strict=True):

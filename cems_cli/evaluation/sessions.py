@@ -522,8 +522,7 @@ def _met(value: float | int | None, op: str, goal: float) -> bool:
 def _config(dataset: SessionSet, settings: Settings, *, questions: list[SessionQuestion], trigger: str,
             mode: str, source: str | None, limit_questions: int | None, ingest_seconds: float,
             query_seconds: float, shift_days: float) -> dict[str, Any]:
-    from cems_cli import __version__
-    from cems_cli.hookhandlers import user_prompt_submit as hook
+    from cems_cli import __version__, defaults
 
     commit, dirty = git_state()
     return {
@@ -537,10 +536,10 @@ def _config(dataset: SessionSet, settings: Settings, *, questions: list[SessionQ
         "sessions": len(dataset.transcripts),
         "transcript_lines": sum(t.lines for t in dataset.transcripts),
         "projects": len({q.project for q in questions}),
-        "recall": {"limit": hook.DEFAULT_LIMIT, "token_budget": hook.DEFAULT_TOKEN_BUDGET,
-                   "min_score": hook.DEFAULT_MIN_SCORE, "min_relative": hook.DEFAULT_MIN_RELATIVE,
-                   "min_similarity": hook.DEFAULT_MIN_SIMILARITY,
-                   "time_budget_s": hook.DEFAULT_TIME_BUDGET},
+        "recall": {"limit": defaults.RECALL_LIMIT, "token_budget": defaults.RECALL_TOKEN_BUDGET,
+                   "min_score": defaults.RECALL_MIN_SCORE, "min_relative": defaults.RECALL_MIN_RELATIVE,
+                   "min_similarity": defaults.RECALL_MIN_SIMILARITY,
+                   "time_budget_s": defaults.RECALL_TIME_BUDGET},
         "time_shift_days": round(shift_days, 2),
         "llm_configured": settings.llm_configured,
         "llm_model": settings.llm_model if settings.llm_configured else None,

@@ -9,23 +9,20 @@ from __future__ import annotations
 
 import os
 
+from cems_cli.defaults import PROFILE_TOKEN_BUDGET
 from cems_cli.hookio import additional_context_answer, cems_home, log_error, run_hook
-
-DEFAULT_TOKEN_BUDGET = 2000
 
 
 def _in_process_profile(project: str | None, budget: int) -> str:
+    from cems_cli.api import Memory
     from cems_cli.config import get_settings
-    from cems_cli.recall import build_profile
-    from cems_cli.rules.refresh import write_rules_snapshot
-    from cems_cli.service import MemoryService
 
-    with MemoryService(get_settings()) as svc:
+    with Memory(get_settings()) as memory:
         try:
-            write_rules_snapshot(svc.conn, svc.identity, svc.settings.home)
+            memory.rules.refresh()
         except Exception:
             log_error("rules snapshot refresh failed at session start")
-        return build_profile(svc, project, budget)
+        return memory.profile(project, budget)
 
 
 def handle(payload: dict) -> dict | None:
@@ -44,7 +41,7 @@ def handle(payload: dict) -> dict | None:
             {
                 "op": "profile",
                 "project": project,
-                "token_budget": DEFAULT_TOKEN_BUDGET,
+                "token_budget": PROFILE_TOKEN_BUDGET,
                 "user": os.environ.get("CEMS_USER") or None,
                 "team": os.environ.get("CEMS_TEAM") or None,
             },
@@ -54,7 +51,7 @@ def handle(payload: dict) -> dict | None:
         text = answer["text"]
     else:
         spawn(home)
-        text = _in_process_profile(project, DEFAULT_TOKEN_BUDGET)
+        text = _in_process_profile(project, PROFILE_TOKEN_BUDGET)
     return additional_context_answer("SessionStart", text) if text else None
 
 

@@ -10,21 +10,9 @@ import os
 import re
 import time
 
+# What the prompt hook injects is defined once, in cems_cli.defaults (cheap, stdlib only).
+from cems_cli import defaults
 from cems_cli.hookio import additional_context_answer, cems_home, run_hook
-
-DEFAULT_TIME_BUDGET = 1.5  # seconds; CEMS_RECALL_TIME_BUDGET
-DEFAULT_TOKEN_BUDGET = 1000  # CEMS_RECALL_TOKEN_BUDGET
-# Which memories are worth injecting (measured with `cems eval --sessions`, see bench/RESULTS.md). Once
-# capture stores compact learnings, patterns and rules, a third memory rarely adds a fact the first two lack:
-# 3 at ≥ 0.6 of the best kept fact recall in 4 of the benchmark's 5 projects (one fact fewer in the fifth)
-# and cut injected noise in all 5, against 4 at ≥ 0.5 (0.878 → 0.870 recall, 41% → 35% noise overall).
-DEFAULT_MIN_SCORE = 0.1  # CEMS_RECALL_MIN_SCORE: below this a memory is more likely noise than help
-DEFAULT_MIN_RELATIVE = 0.6  # CEMS_RECALL_MIN_RELATIVE: nor below this share of the best result's score
-# CEMS_RECALL_MIN_SIMILARITY: a memory that shares no word with the prompt is injected only this close in
-# meaning. Stricter than `cems search` (0.15), where the user asked: MiniLM puts nonsense such as "xyzzy
-# plugh frobnicate" at 0.23 from a real memory. No useful memory of the capture benchmark was lost to it.
-DEFAULT_MIN_SIMILARITY = 0.3
-DEFAULT_LIMIT = 3  # CEMS_RECALL_LIMIT
 
 _TRIVIAL = re.compile(
     r"^(?:y|n|yes|no|ok|okay|k|sure|yep|yeah|nope|thanks|thank you|thx|ty|continue|go on|go ahead|proceed|"
@@ -55,7 +43,7 @@ def handle(payload: dict) -> dict | None:
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or is_trivial(prompt):
         return None
-    budget = _setting("CEMS_RECALL_TIME_BUDGET", DEFAULT_TIME_BUDGET)
+    budget = _setting("CEMS_RECALL_TIME_BUDGET", defaults.RECALL_TIME_BUDGET)
     cwd = payload.get("cwd")
     from cems_cli.project import project_for_dir
 
@@ -68,11 +56,11 @@ def handle(payload: dict) -> dict | None:
         "project": project,
         "user": os.environ.get("CEMS_USER") or None,
         "team": os.environ.get("CEMS_TEAM") or None,
-        "limit": int(_setting("CEMS_RECALL_LIMIT", DEFAULT_LIMIT)),
-        "token_budget": int(_setting("CEMS_RECALL_TOKEN_BUDGET", DEFAULT_TOKEN_BUDGET)),
-        "min_score": _setting("CEMS_RECALL_MIN_SCORE", DEFAULT_MIN_SCORE),
-        "min_relative": _setting("CEMS_RECALL_MIN_RELATIVE", DEFAULT_MIN_RELATIVE),
-        "min_similarity": _setting("CEMS_RECALL_MIN_SIMILARITY", DEFAULT_MIN_SIMILARITY),
+        "limit": int(_setting("CEMS_RECALL_LIMIT", defaults.RECALL_LIMIT)),
+        "token_budget": int(_setting("CEMS_RECALL_TOKEN_BUDGET", defaults.RECALL_TOKEN_BUDGET)),
+        "min_score": _setting("CEMS_RECALL_MIN_SCORE", defaults.RECALL_MIN_SCORE),
+        "min_relative": _setting("CEMS_RECALL_MIN_RELATIVE", defaults.RECALL_MIN_RELATIVE),
+        "min_similarity": _setting("CEMS_RECALL_MIN_SIMILARITY", defaults.RECALL_MIN_SIMILARITY),
         "mode": os.environ.get("CEMS_SEARCH_MODE") or "hybrid",
     }
     from cems_cli.server.client import call_or_start

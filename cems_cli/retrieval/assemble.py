@@ -10,13 +10,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from cems_cli import defaults
 from cems_cli.retrieval.fusion import min_max_normalise
 from cems_cli.retrieval.types import Candidate
 
 TokenCounter = Callable[[str], int]
 SessionKey = Callable[[Candidate], str | None]
 
-DEFAULT_BUDGET = 2000
+DEFAULT_BUDGET = defaults.CONTEXT_BUDGET
 DEFAULT_MMR_LAMBDA = 0.6
 # Phase 1 covers only the sessions holding a candidate at least this relevant (0..1, normalised). Covering
 # every session found fills the results with one weak memory per session: on LoCoMo (57 questions worded

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from cems_cli import defaults
 from cems_cli.retrieval.types import Candidate
 
-DEFAULT_RELEVANCE_THRESHOLD = 0.3  # seed 000 stage 7
+DEFAULT_RELEVANCE_THRESHOLD = defaults.RELEVANCE_THRESHOLD
 DEFAULT_DUPLICATE_COSINE = 0.92
 
 
@@ -23,7 +24,7 @@ def filter_by_threshold(
 # "xyzzy plugh frobnicate" returned the five least unrelated memories. It is a floor, not a classifier:
 # MiniLM puts a true synonym below nonsense at times ("which bundler" is 0.18 from "The web app uses Vite",
 # "xyzzy plugh frobnicate" 0.23 from "I prefer ruff over flake8"), so it stays low.
-DEFAULT_MIN_SIMILARITY = 0.15
+DEFAULT_MIN_SIMILARITY = defaults.MIN_SIMILARITY
 
 
 def has_evidence(cand: Candidate, min_similarity: float = DEFAULT_MIN_SIMILARITY) -> bool:

@@ -16,13 +16,14 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cems_cli import defaults
 from cems_cli.retrieval.types import Candidate, RankedList
 
-DEFAULT_K = 60
-DEFAULT_ORIGINAL_WEIGHT = 2.0
-DEFAULT_EXPANSION_WEIGHT = 1.0
+DEFAULT_K = defaults.RRF_K
+DEFAULT_ORIGINAL_WEIGHT = defaults.RRF_ORIGINAL_WEIGHT
+DEFAULT_EXPANSION_WEIGHT = defaults.RRF_EXPANSION_WEIGHT
 DEFAULT_TOP_RANK_BONUS = (0.05, 0.02)  # rank 1, ranks 2-3
-DEFAULT_HYBRID_VECTOR_WEIGHT = 0.5
+DEFAULT_HYBRID_VECTOR_WEIGHT = defaults.HYBRID_VECTOR_WEIGHT
 
 
 @dataclass
@@ -175,8 +176,8 @@ def fuse_candidates(
 # better, which in a small store outranked the memory that answers by meaning. With c > 0 a best match
 # that covers less than c of the query's IDF mass keeps its partial score. c = 0 is the old normalisation.
 
-DEFAULT_FUSION_VECTOR_WEIGHT = 1.5
-DEFAULT_LEXICAL_COVERAGE = 1.0
+DEFAULT_FUSION_VECTOR_WEIGHT = defaults.FUSION_VECTOR_WEIGHT
+DEFAULT_LEXICAL_COVERAGE = defaults.LEXICAL_COVERAGE
 
 
 def linear_fuse(

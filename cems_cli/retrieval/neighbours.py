@@ -19,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from cems_cli import defaults
 from cems_cli.retrieval.types import Candidate
 
-DEFAULT_WINDOW = 2
-DEFAULT_NEIGHBOUR_WEIGHT = 0.5
-DEFAULT_SESSION_WEIGHT = 0.2
+DEFAULT_WINDOW = defaults.SESSION_WINDOW
+DEFAULT_NEIGHBOUR_WEIGHT = defaults.SESSION_NEIGHBOUR_WEIGHT
+DEFAULT_SESSION_WEIGHT = defaults.SESSION_WEIGHT
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,17 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    import psycopg
+
+    from cems_cli.config import Settings
+    from cems_cli.embedding import Embedder
     from cems_cli.llm import LLMClient
+    from cems_cli.results import SearchResult
     from cems_cli.retrieval.types import Candidate, QueryAnalysis, RankedList
-    from cems_cli.service import MemoryService, SearchResult
+    from cems_cli.store.memories import Identity
     from cems_cli.store.records import MemoryRecord
     from cems_cli.store.search import ChunkHit, SearchFilters
 
@@ -61,6 +66,22 @@ class QueryVariant:
     lexical: bool = True
 
 
+class SearchDeps(Protocol):
+    """What a search uses, handed in by its caller (the library's `MemoryService` is one): the pipeline
+    looks nothing up and imports no front end."""
+
+    settings: Settings
+
+    @property
+    def conn(self) -> psycopg.Connection: ...
+
+    @property
+    def identity(self) -> Identity: ...
+
+    @property
+    def query_embedder(self) -> Embedder: ...
+
+
 @dataclass
 class Trace:
     """What ran, for --explain: the stages, the query variants, the timings."""
@@ -75,15 +96,15 @@ class Trace:
         self._t = now
 
 
-def run_search(service: MemoryService, request: SearchRequest) -> list[SearchResult]:
+def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     from cems_cli.store import search as store_search
 
-    settings = service.settings
+    settings = deps.settings
     trace = Trace()
-    conn = service.conn
+    conn = deps.conn
     store_search.prepare_session(conn)
     filters = store_search.SearchFilters(
-        identity=service.identity,
+        identity=deps.identity,
         scope=request.scope,
         category=request.category,
         project=request.project_filter,
@@ -117,12 +138,12 @@ def run_search(service: MemoryService, request: SearchRequest) -> list[SearchRes
         signal = _strong_signal(lexical_cache[request.query], settings)
         trace.stages["strong_signal"] = signal
         if llm is not None and not signal["skip_expansion"]:
-            variants += _expansions(service, llm, request.query, analysis, filters)
+            variants += _expansions(deps, llm, request.query, analysis, filters)
         trace.lap("expand")
 
     # 5. Candidate retrieval: every variant embedded in one batch.
     vector_variants = [v for v in variants if v.vector]
-    vectors = service.query_embedder.embed([v.text for v in vector_variants])
+    vectors = deps.query_embedder.embed([v.text for v in vector_variants])
     query_vector = vectors[0]
     trace.lap("embed")
     chunk_lists: list[tuple[QueryVariant, str, list[ChunkHit]]] = []
@@ -192,7 +213,7 @@ def run_search(service: MemoryService, request: SearchRequest) -> list[SearchRes
     # 10. Assembly within the token budget (MMR across sessions for aggregation questions).
     selected = _assemble(adjusted, request, settings, diverse=analysis.is_aggregation and mode != "vector")
     trace.lap("assemble")
-    return _results(service, selected, request, trace, documents)
+    return _results(deps, selected, request, trace, documents)
 
 
 # --- stages -----------------------------------------------------------------------------------------------
@@ -230,13 +251,13 @@ def _strong_signal(hits: list[ChunkHit], settings) -> dict[str, Any]:
 
 
 def _expansions(
-    service: MemoryService, llm: LLMClient, query: str, analysis: QueryAnalysis, filters: SearchFilters
+    deps: SearchDeps, llm: LLMClient, query: str, analysis: QueryAnalysis, filters: SearchFilters
 ) -> list[QueryVariant]:
     """Synthesised reformulations, sub-questions and a hypothetical memory (HyDE)."""
     from cems_cli.retrieval import llm_stages
 
     kind = "temporal" if analysis.is_temporal else "preference" if analysis.is_preference else "standard"
-    profile = _preference_profile(service, filters) if kind == "preference" else []
+    profile = _preference_profile(deps, filters) if kind == "preference" else []
     variants: list[QueryVariant] = []
     seen = {query.lower()}
     texts = llm_stages.synthesize_queries(llm, query, kind=kind, profile=profile)
@@ -253,16 +274,16 @@ def _expansions(
     return variants
 
 
-def _preference_profile(service: MemoryService, filters: SearchFilters) -> list[str]:
+def _preference_profile(deps: SearchDeps, filters: SearchFilters) -> list[str]:
     """The user's own 'I use / I prefer' statements ground the preference variant of synthesis."""
     from dataclasses import replace
 
     from cems_cli.store.search import fetch_documents, lexical_hits
 
     probe = lexical_hits(
-        service.conn, "I prefer like use always usually favorite", replace(filters, category="preferences"), 8
+        deps.conn, "I prefer like use always usually favorite", replace(filters, category="preferences"), 8
     )
-    documents = fetch_documents(service.conn, [h.document_id for h in probe])
+    documents = fetch_documents(deps.conn, [h.document_id for h in probe])
     return [documents[h.document_id].content[:200] for h in probe if h.document_id in documents][:5]
 
 
@@ -388,26 +409,24 @@ def _attach_embeddings(conn, candidates: list[Candidate]) -> None:
 def _rerank(
     settings, llm: LLMClient | None, query: str, fused: list[Candidate], trace: Trace
 ) -> list[Candidate]:
-    from cems_cli.retrieval import llm_stages
+    from cems_cli.plugins import DISABLED, RERANKERS, PluginError, RerankItem, load
     from cems_cli.retrieval.rerank_blend import best_snippet, blend_rerank
     from cems_cli.retrieval.understand import query_terms
 
     backend = settings.resolved_rerank_backend
+    if backend == DISABLED:
+        trace.stages["rerank"] = {"backend": backend, "scored": 0}
+        return fused
     head, tail = fused[: settings.rerank_input_limit], fused[settings.rerank_input_limit :]
-    scores: dict[str, float] | None = None
-    if backend == "embedding":
-        # Cosine of the query with each candidate's stored chunk vector, computed by the server when the
-        # candidates were fetched (the lexical-only ones included).
-        scores = {c.document_id: min(1.0, max(0.0, c.vector_score)) for c in head}
-    elif backend in ("llm", "ollama"):
-        terms = query_terms(query)
-        docs = [(c.document_id, best_snippet(c.content, terms, 300)) for c in head]
-        if backend == "llm" and llm is not None:
-            scores = llm_stages.llm_rerank(llm, query, docs)
-        elif backend == "ollama":
-            scores = llm_stages.ollama_rerank(
-                settings.ollama_url, settings.reranker_model, query, docs, settings.llm_timeout
-            )
+    terms = query_terms(query)
+    # The cosine is of the query with each candidate's stored chunk vector, computed by the server when the
+    # candidates were fetched (the lexical-only ones included).
+    items = [RerankItem(c.document_id, best_snippet(c.content, terms, 300), c.vector_score) for c in head]
+    try:
+        scores = load(RERANKERS, backend)(settings, llm).score(query, items)
+    except PluginError as error:  # a search never fails over its optional stage: shown in --explain
+        trace.stages["rerank"] = {"backend": backend, "scored": 0, "error": str(error)}
+        return fused
     trace.stages["rerank"] = {"backend": backend, "scored": len(scores) if scores else 0}
     if not scores:
         return fused
@@ -440,15 +459,15 @@ def _token_counter(candidates: list[Candidate], budget: int):
 
 
 def _results(
-    service: MemoryService,
+    deps: SearchDeps,
     selected: list[Candidate],
     request: SearchRequest,
     trace: Trace,
     documents: dict[str, MemoryRecord],
 ) -> list[SearchResult]:
+    from cems_cli.results import SearchResult
     from cems_cli.retrieval.rerank_blend import best_snippet
     from cems_cli.retrieval.understand import query_terms
-    from cems_cli.service import SearchResult
     from cems_cli.store.search import neighbour_chunks
 
     terms = query_terms(request.query)
@@ -461,7 +480,7 @@ def _results(
         if cand.content != record.content:  # a chunk of a longer memory: its neighbours are context
             context = [
                 text
-                for index, text in neighbour_chunks(service.conn, cand.document_id, cand.chunk_index)
+                for index, text in neighbour_chunks(deps.conn, cand.document_id, cand.chunk_index)
                 if index != cand.chunk_index
             ]
         explain = {k: v for k, v in cand.explain.items()} if request.explain else {}
@@ -477,6 +496,7 @@ def _results(
                 title=record.title,
                 tags=record.tags,
                 scope=record.scope,
+                source=record.source,
                 source_ref=record.source_ref,
                 pinned=record.pinned,
                 created_at=record.created_at,

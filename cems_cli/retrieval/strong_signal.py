@@ -16,8 +16,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-DEFAULT_THRESHOLD = 0.85
-DEFAULT_MIN_GAP = 0.15
+from cems_cli import defaults
+
+DEFAULT_THRESHOLD = defaults.STRONG_SIGNAL_THRESHOLD
+DEFAULT_MIN_GAP = defaults.STRONG_SIGNAL_GAP
 # 0.95 - 0.80 is 0.1499999... in binary floating point; a boundary the spec calls "≥" must pass.
 _EPSILON = 1e-9
 

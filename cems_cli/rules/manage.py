@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from cems_cli.errors import UserError
 from cems_cli.rules.model import Rule
-from cems_cli.service import MemoryService, UserError
+
+if TYPE_CHECKING:
+    from cems_cli.service import MemoryService
 
 
 def rule_text(rule: Rule) -> str:

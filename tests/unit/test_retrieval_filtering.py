@@ -25,7 +25,8 @@ def ids(cands):
 
 def test_threshold_keeps_equal_and_above_in_order():
     cands = [cand("a", 0.5), cand("b", 0.29999), cand("c", 0.3), cand("d", float("nan"))]
-    assert ids(filter_by_threshold(cands)) == ["a-c0", "c-c0"]  # default 0.3; NaN never passes
+    assert ids(filter_by_threshold(cands, 0.3)) == ["a-c0", "c-c0"]  # NaN never passes
+    assert ids(filter_by_threshold(cands)) == ["a-c0", "b-c0", "c-c0"]  # the default: defaults.py
     assert ids(filter_by_threshold(cands, 0.0)) == ["a-c0", "b-c0", "c-c0"]
     assert filter_by_threshold([], 0.3) == []
 

@@ -143,7 +143,7 @@ def test_fuse_candidates_normalises_and_blends_half_and_half():
     # final = 0.5 * norm + 0.5 * vector: A = 0.5 + 0.4 = 0.9, C = 0.4941759 + 0.2 = 0.6941759, B = 0.45
     candidates = {"A": cand("A", 0.8), "B": cand("B", 0.9), "C": cand("C", 0.4)}
     result = fuse_candidates([ranked("orig", ["A", "B", "C"], original=True), ranked("exp", ["C", "A"])],
-                             candidates)
+                             candidates, hybrid_vector_weight=0.5)
     assert [c.document_id for c in result] == ["A", "C", "B"]
     assert [c.score for c in result] == pytest.approx([0.9, 0.6941759, 0.45], abs=1e-7)
     explain = candidates["C"].explain["fusion"]
@@ -161,14 +161,16 @@ def test_blend_weight_extremes_and_vector_clamp():
     only_vector = fuse_candidates(lists, {"A": cand("A", 0.1), "B": cand("B", 0.9)}, hybrid_vector_weight=1.0)
     assert [(c.document_id, c.score) for c in only_vector] == [("B", 0.9), ("A", pytest.approx(0.1))]
     # Negative cosine counts as 0, above 1 as 1, NaN as 0: the fused score stays within 0..1.
-    clamped = fuse_candidates(lists, {"A": cand("A", -0.4), "B": cand("B", 1.7)})
+    clamped = fuse_candidates(lists, {"A": cand("A", -0.4), "B": cand("B", 1.7)}, hybrid_vector_weight=0.5)
     assert {c.document_id: c.score for c in clamped} == {"A": 0.5, "B": 0.5}
-    nan = fuse_candidates([ranked("orig", ["A"], original=True)], {"A": cand("A", float("nan"))})
+    nan = fuse_candidates([ranked("orig", ["A"], original=True)], {"A": cand("A", float("nan"))},
+                          hybrid_vector_weight=0.5)
     assert nan[0].score == 0.5 and not math.isnan(nan[0].score)
 
 
 def test_single_candidate_normalises_to_one():
-    result = fuse_candidates([ranked("orig", ["A"], original=True)], {"A": cand("A", 0.6)})
+    result = fuse_candidates([ranked("orig", ["A"], original=True)], {"A": cand("A", 0.6)},
+                             hybrid_vector_weight=0.5)
     assert result[0].explain["fusion"]["rrf_normalised"] == 1.0
     assert result[0].score == pytest.approx(0.8)  # 0.5 * 1.0 + 0.5 * 0.6
 

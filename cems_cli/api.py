@@ -1,0 +1,420 @@
+"""CEMS as a library: the one API every front end goes through (the CLI, the search server the hooks ask,
+the MCP server, the evaluation, your own scripts).
+
+    import cems
+
+    with cems.open() as memory:                      # the embedded store under ~/.cems, offline
+        memory.remember("We use pnpm, never npm", category="preferences")
+        for result in memory.search("which package manager"):
+            print(result.score, result.content, result.citation)
+
+Everything below it (the store, the retrieval pipeline, the rules tables, maintenance) is an implementation
+detail: `Memory` is given its settings and builds what it needs lazily, so opening one costs nothing until
+the first call that needs the database (a connection) or the model (an embedding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from cems_cli.config import Settings
+from cems_cli.errors import UserError
+from cems_cli.maintain import STEPS as MAINTENANCE_STEPS  # `Memory.maintain`'s steps, in order
+from cems_cli.results import SearchResult
+from cems_cli.store.records import MemoryRecord
+
+if TYPE_CHECKING:
+    from cems_cli.bulk import ImportReport
+    from cems_cli.maintain import MaintenanceReport
+    from cems_cli.rules.model import Rule
+    from cems_cli.service import MemoryService
+
+__all__ = [
+    "MAINTENANCE_STEPS",
+    "Memory",
+    "MemoryRecord",
+    "Remembered",
+    "Rules",
+    "SearchResult",
+    "Status",
+    "UserError",
+    "open",
+    "reindex",
+]
+
+
+class Remembered(NamedTuple):
+    """What `remember` and `share` did: the memory's id, and whether it is new (False: the same text was
+    already stored, and that memory's id is given)."""
+
+    id: str
+    created: bool
+
+
+@dataclass(frozen=True)
+class Status:
+    """Who you are to CEMS, where your memories live, and how many there are."""
+
+    user: str
+    team: str | None
+    project: str
+    home: str
+    embedding: dict[str, Any]
+    llm: dict[str, Any]
+    counts: list[dict[str, Any]]
+
+    @property
+    def total(self) -> int:
+        return sum(int(entry["count"]) for entry in self.counts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "user": self.user,
+            "team": self.team,
+            "project": self.project,
+            "home": self.home,
+            "embedding": self.embedding,
+            "llm": self.llm,
+            "counts": self.counts,
+            "total": self.total,
+        }
+
+
+def open(  # noqa: A001 - `cems.open()`, like `io.open` / `sqlite3.connect`: the library's front door
+    *,
+    home: str | Path | None = None,
+    user: str | None = None,
+    team: str | None = None,
+    project: str | None = None,
+    database_url: str | None = None,
+    settings: Settings | None = None,
+) -> Memory:
+    """A `Memory` on the settings CEMS would use here (environment, config.toml, defaults), with any of
+    these given explicitly taking precedence. Nothing is connected or loaded until it is needed."""
+    from cems_cli.config import load_settings
+
+    base = settings or load_settings()
+    update: dict[str, Any] = {}
+    if home is not None:
+        update["home"] = Path(home).expanduser()
+    if user is not None:
+        update["user"] = user
+    if team is not None:
+        update["team"] = team
+    if project is not None:
+        update["project"] = project
+    if database_url is not None:
+        update["database_url"] = database_url
+    return Memory(base.model_copy(update=update) if update else base)
+
+
+class Memory:
+    """Your memories: remember, search, recall, get, list, forget, pin, share, rules, status, maintain.
+
+    Methods raise `UserError` (a `ValueError`) for bad input, with a one-line message and nothing stored.
+    Use it as a context manager, or call `close()`, to release the database connection.
+    """
+
+    def __init__(self, settings: Settings, *, service: MemoryService | None = None) -> None:
+        from cems_cli.service import MemoryService
+
+        self._service = service or MemoryService(settings)
+        self.rules = Rules(self)
+
+    # Life -----------------------------------------------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        return self._service.settings
+
+    def for_identity(self, user: str | None, team: str | None = None, project: str | None = None) -> Memory:
+        """The same store, connection and model, acting for another user/team/project (the search server
+        answers every hook of a machine with one warm `Memory`)."""
+        return Memory(self.settings, service=self._service.for_identity(user, team, project))
+
+    def close(self) -> None:
+        self._service.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # Writing --------------------------------------------------------------------------------------------
+    def remember(
+        self,
+        text: str | bytes,
+        *,
+        category: str = "general",
+        scope: str = "personal",
+        tags: str | Sequence[str] | None = None,
+        title: str | None = None,
+        project: str | None = None,
+        source: str | None = "manual",
+        pin: bool = False,
+        pin_reason: str | None = None,
+        pin_category: str | None = None,
+        created_at: datetime | None = None,
+        expires_at: datetime | None = None,
+        context: str | None = None,
+    ) -> Remembered:
+        """Store one memory (redacted, `<private>` blocks dropped); the same text twice is stored once.
+        `project` is a `project:<name>` reference; by default the current one (see `current_project`), as
+        `cems remember` does; "" stores the memory without a project."""
+        if project is None:
+            project = self.current_project()
+        memory_id, created = self._service.remember(
+            text, category=category, scope=scope, tags=tags, title=title, project=project or None,
+            source=source, pin=pin, pin_reason=pin_reason, pin_category=pin_category, created_at=created_at,
+            expires_at=expires_at, context=context,
+        )
+        return Remembered(memory_id, created)
+
+    def share(self, id_or_text: str, team: str | None = None) -> Remembered:
+        """Share one of your memories (by id or id prefix), a rule included, or new text, with a team."""
+        from cems_cli.rules.manage import share_rule
+
+        team = team or self.settings.team
+        if not team:
+            raise UserError("sharing needs a team: set CEMS_TEAM or pass --team")
+        service = self._service
+        if team != service.settings.team:
+            service = service.for_identity(service.settings.user, team, service.settings.project)
+        try:
+            record = service.get(id_or_text)
+        except UserError:
+            record = None
+        if record is not None and record.category == "rules":
+            return Remembered(*share_rule(service, record.id))
+        return Remembered(*service.share(id_or_text, team=team))
+
+    # Reading --------------------------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int | None = None,
+        category: str | None = None,
+        scope: str = "both",
+        project: str | None = None,
+        mode: str | None = None,
+        explain: bool = False,
+        cwd: str | None = None,
+        track_access: bool = True,
+        now: datetime | None = None,
+    ) -> list[SearchResult]:
+        """The memories that answer `query`, best first (hybrid vector + full text unless `mode` says).
+        `project` filters to one project; results of the current project (from `cwd`) rank higher."""
+        return self._service.search(
+            query, limit=limit, category=category, scope=scope, project=project, mode=mode, explain=explain,
+            cwd=cwd, track_access=track_access, now=now,
+        )
+
+    def recall(
+        self,
+        prompt: str,
+        *,
+        project: str | None = None,
+        limit: int | None = None,
+        token_budget: int | None = None,
+        min_score: float | None = None,
+        min_relative: float | None = None,
+        min_similarity: float | None = None,
+        mode: str | None = None,
+    ) -> list[SearchResult]:
+        """What to put in front of an agent for this prompt: few memories, each clearly relevant, within a
+        token budget (the prompt hook's defaults unless given). Recall is not an access (it does not raise
+        a memory's priority) but it is use: `last_recalled` is stamped, which context expiry reads."""
+        from cems_cli import defaults
+
+        return self._service.recall(
+            prompt,
+            project=project,
+            limit=defaults.RECALL_LIMIT if limit is None else limit,
+            token_budget=defaults.RECALL_TOKEN_BUDGET if token_budget is None else token_budget,
+            min_score=defaults.RECALL_MIN_SCORE if min_score is None else min_score,
+            min_relative=defaults.RECALL_MIN_RELATIVE if min_relative is None else min_relative,
+            min_similarity=defaults.RECALL_MIN_SIMILARITY if min_similarity is None else min_similarity,
+            mode=mode or self.settings.search_mode,
+        )
+
+    def profile(self, project: str | None = None, token_budget: int | None = None) -> str:
+        """The `<memory-profile>` block a session starts with: pinned guidelines, preferences, recent
+        context and learnings of the project."""
+        from cems_cli import defaults
+        from cems_cli.recall import build_profile
+
+        budget = defaults.PROFILE_TOKEN_BUDGET if token_budget is None else token_budget
+        return build_profile(self._service, project, budget)
+
+    def get(self, id_or_prefix: str) -> MemoryRecord:
+        return self._service.get(id_or_prefix)
+
+    def list(
+        self, *, scope: str = "both", category: str | None = None, project: str | None = None, limit: int = 50
+    ) -> list[MemoryRecord]:
+        """Your memories (and your team's shared ones), newest first."""
+        return self._service.list(scope=scope, category=category, project=project, limit=limit)
+
+    def current_project(self, cwd: str | None = None) -> str:
+        """The `project:<name>` reference of a folder (its git remote, else its path), or CEMS_PROJECT."""
+        return self.settings.current_project(cwd)
+
+    # Changing -------------------------------------------------------------------------------------------
+    def forget(self, ids: str | Sequence[str], *, purge: bool = False) -> list[str]:
+        """Forget memories by id or id prefix, all or none (archive; `purge` deletes). Returns full ids."""
+        return self._service.forget_many([ids] if isinstance(ids, str) else list(ids), purge=purge)
+
+    def forget_where(self, *, tag: str | None = None, source: str | None = None, purge: bool = False,
+                     confirm: Callable[[list[str]], bool] | None = None) -> list[str]:
+        """Forget every live memory of yours with this tag and/or source; `confirm(ids)` may refuse."""
+        selected = self._service.forgettable(tag=tag, source=source)
+        if not selected or (confirm is not None and not confirm(selected)):
+            return []
+        return self._service.forget_ids(selected, purge=purge)
+
+    def ids_where(self, *, tag: str | None = None, source: str | None = None) -> list[str]:
+        """Ids of your live memories with this tag and/or source (what `forget_where` would forget)."""
+        return self._service.forgettable(tag=tag, source=source)
+
+    def forget_ids(self, ids: Sequence[str], *, purge: bool = False) -> list[str]:
+        """Forget these full ids (from `ids_where`), all or none."""
+        return self._service.forget_ids(ids, purge=purge)
+
+    def pin(self, id_or_prefix: str, *, reason: str | None = None, category: str | None = None) -> str:
+        """Pin a memory: never decayed, archived or consolidated away, first in the session profile."""
+        return self._service.pin(id_or_prefix, reason=reason, pin_category=category)
+
+    def unpin(self, id_or_prefix: str) -> str:
+        return self._service.pin(id_or_prefix, unpin=True)
+
+    # The store ------------------------------------------------------------------------------------------
+    def status(self) -> Status:
+        from cems_cli.store import memories
+
+        service = self._service
+        rows = memories.counts(service.conn, service.identity)
+        settings = self.settings
+        return Status(
+            user=settings.user,
+            team=settings.team,
+            project=settings.current_project(),
+            home=str(settings.home),
+            embedding={
+                "backend": settings.embedding_backend,
+                "model": settings.resolved_embedding_model,
+                "dim": settings.resolved_embedding_dim,
+            },
+            llm={
+                "configured": settings.llm_configured,
+                "model": settings.llm_model if settings.llm_configured else None,
+            },
+            counts=[{"scope": s, "category": c, "count": n} for s, c, n in rows],
+        )
+
+    def maintain(
+        self, *, dry_run: bool = False, progress: Callable[[str], None] | None = None
+    ) -> MaintenanceReport:
+        """Consolidate near-duplicates, expire what is past its date, prune the long archived (seed 003)."""
+        from cems_cli.maintain import run_maintenance
+
+        return run_maintenance(self._service.conn, self.settings, dry_run=dry_run, progress=progress)
+
+    def import_jsonl(
+        self, lines: Sequence[bytes], *, default_team: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Import `cems export` lines (JSON Lines), all or nothing; texts already stored are skipped."""
+        from cems_cli.bulk import import_memories, parse_jsonl
+
+        memories = parse_jsonl(lines, self._service, default_team=default_team)
+        return import_memories(self._service, memories, progress=progress)
+
+    def import_records(
+        self, records: Sequence[dict[str, Any]], *, progress: Callable[[int, int], None] | None = None
+    ) -> ImportReport:
+        """Import export-shaped objects (the fields `cems export` writes), all or nothing, in one batch:
+        the fast path for many memories (batched embedding, one COPY). `report.ids[i]` is the memory of
+        `records[i]` (the same id for repeated texts)."""
+        from cems_cli.bulk import import_memories, parse_record
+
+        memories = [parse_record(record, self._service) for record in records]
+        return import_memories(self._service, memories, progress=progress)
+
+    def export_jsonl(self) -> Iterator[str]:
+        """Every memory of yours as one JSON line each, as `import_jsonl` reads them back."""
+        from cems_cli.bulk import export_lines
+
+        return export_lines(self._service)
+
+
+@dataclass(frozen=True)
+class Reindexed:
+    chunks: int
+    model: str
+    dim: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"chunks": self.chunks, "model": self.model, "dim": self.dim}
+
+
+def reindex(settings: Settings, *, progress: Callable[[int, int], None] | None = None) -> Reindexed:
+    """Re-embed every chunk of the store (every user's) with the configured model, all or nothing: after
+    switching embedding models or dimensions. An administrator's operation, hence not a `Memory` method."""
+    from cems_cli.embedding import get_embedder
+    from cems_cli.store.db import connect
+    from cems_cli.store.reindex import reindex as run_reindex
+
+    conn = connect(settings, check_dimension=False)
+    try:
+        embedder = get_embedder(settings)
+        model = settings.resolved_embedding_model
+        return Reindexed(run_reindex(conn, embedder, model, progress=progress), model, embedder.dim)
+    finally:
+        conn.close()
+
+
+class Rules:
+    """Guard rails: rules that block (or warn about) an agent's tool calls, checked by the PreToolUse hook
+    from a local snapshot that every change here rewrites."""
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+
+    def add(self, rules: Sequence[Rule]) -> list[tuple[Rule, bool]]:
+        """Store rules, all or nothing; returns each (with its id) and whether it is new."""
+        from cems_cli.rules.manage import add_rules
+
+        return add_rules(self._memory._service, list(rules))
+
+    def list(self, project: str | None = None) -> list[Rule]:
+        """The rules in force for you (yours and your team's), optionally those binding one project."""
+        from cems_cli.rules.manage import list_rules
+
+        return list_rules(self._memory._service, project)
+
+    def refresh(self) -> list[Rule]:
+        """Rewrite the local snapshot the PreToolUse hook reads (rules a teammate shared reach this machine);
+        returns the rules in force."""
+        from cems_cli.rules.refresh import write_rules_snapshot
+
+        service = self._memory._service
+        return write_rules_snapshot(service.conn, service.identity, service.settings.home)
+
+    def remove(self, rule_id: str) -> str:
+        from cems_cli.rules.manage import remove_rule
+
+        return remove_rule(self._memory._service, rule_id)
+
+    def test(self, tool: str, tool_input: dict[str, Any], *, project: str | None = None,
+             cwd: str | None = None) -> Any:
+        """What the PreToolUse hook would decide for this call (a `rules.matcher.Decision`)."""
+        from cems_cli.project import normalize_project
+        from cems_cli.rules.matcher import decide
+
+        current = normalize_project(project) if project else self._memory.current_project(cwd)
+        return decide(self.list(), tool, tool_input, current.lower(), cwd=cwd)

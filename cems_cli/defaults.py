@@ -1,0 +1,53 @@
+"""Defaults that more than one layer reads, defined once.
+
+Stdlib only and cheap to import: the hooks read these on every prompt. `Settings` (config.py), the library
+(api.py), the hooks and the evaluation all take their defaults from here, so a value cannot drift between a
+front end and the engine.
+"""
+
+# What the prompt hook injects (CEMS_RECALL_*), measured with `cems eval --sessions` (bench/RESULTS.md).
+# Once capture stores compact learnings, patterns and rules, a third memory rarely adds a fact the first two
+# lack: 3 at >= 0.6 of the best kept fact recall in 4 of the benchmark's 5 projects (one fact fewer in the
+# fifth) and cut injected noise in all 5, against 4 at >= 0.5 (0.878 -> 0.870 recall, 41% -> 35% noise).
+RECALL_LIMIT = 3  # CEMS_RECALL_LIMIT
+RECALL_TOKEN_BUDGET = 1000  # CEMS_RECALL_TOKEN_BUDGET
+RECALL_TIME_BUDGET = 1.5  # seconds; CEMS_RECALL_TIME_BUDGET
+RECALL_MIN_SCORE = 0.1  # CEMS_RECALL_MIN_SCORE: below this a memory is more likely noise than help
+RECALL_MIN_RELATIVE = 0.6  # CEMS_RECALL_MIN_RELATIVE: nor below this share of the best result's score
+# CEMS_RECALL_MIN_SIMILARITY: a memory that shares no word with the prompt is injected only this close in
+# meaning. Stricter than `cems search` (MIN_SIMILARITY), where the user asked: MiniLM puts nonsense such as
+# "xyzzy plugh frobnicate" at 0.23 from a real memory. No useful memory of the capture benchmark was lost.
+RECALL_MIN_SIMILARITY = 0.3
+
+# What the SessionStart hook injects: pinned guidelines, preferences, recent context of the project.
+PROFILE_TOKEN_BUDGET = 2000
+
+# `cems search` and the library's `search`: a memory sharing no word with the query needs this cosine.
+MIN_SIMILARITY = 0.15  # CEMS_MIN_SIMILARITY
+
+# Search and ranking (Settings fields of the same names in lower case; the retrieval stages' own parameter
+# defaults are these too). Measured on LoCoMo and the capture benchmark: bench/RESULTS.md.
+SEARCH_LIMIT = 5
+CONTEXT_BUDGET = 2000  # tokens a search result set may fill (cems search); the prompt hook has its own
+FUSION_VECTOR_WEIGHT = 1.5  # linear fusion: weight of the cosine beside normalised BM25
+LEXICAL_COVERAGE = 1.0  # linear fusion: share of a whole-query BM25 match a lexical match must reach
+HYBRID_VECTOR_WEIGHT = 0.3  # rrf fusion only: blend of the cosine score
+RRF_K = 60
+RRF_ORIGINAL_WEIGHT = 2.0
+RRF_EXPANSION_WEIGHT = 1.0
+SESSION_WINDOW = 2  # session context: neighbours within this many places lend score
+SESSION_NEIGHBOUR_WEIGHT = 0.5
+SESSION_WEIGHT = 0.2
+RERANK_INPUT_LIMIT = 40
+RELEVANCE_THRESHOLD = 0.0  # seed 000 stage 7 says 0.3; the evidence floor (MIN_SIMILARITY) does that job
+STRONG_SIGNAL_THRESHOLD = 0.85
+STRONG_SIGNAL_GAP = 0.15
+
+# LLM stages (any OpenAI-compatible endpoint).
+LLM_MODEL = "gpt-4o-mini"
+LLM_TIMEOUT = 2.0  # seconds per call: a prompt hook waits at most RECALL_TIME_BUDGET in all
+
+# Lifecycle (cems maintain): captured `context` memories neither accessed nor recalled for this long
+# expire; archived memories are deleted this long after they were archived.
+CONTEXT_TTL_DAYS = 90.0
+ARCHIVE_GRACE_DAYS = 30.0

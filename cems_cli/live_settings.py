@@ -1,0 +1,145 @@
+"""Live settings: `cems config set KEY VALUE` stores a setting in the database, per user or per team, and
+every search reads it on its next request (the warm search server included), no restart.
+
+Precedence, highest first: the environment (CEMS_KEY), your stored value, your team's stored value,
+`$CEMS_HOME/config.toml`, the default (cems_cli/defaults.py). Values are validated with the same Settings
+model as the environment, so a stored value can never be one the environment would refuse.
+
+Only what may change between two searches is stored: ranking weights and thresholds, what the prompt hook
+injects, the LLM model and timeout, lifecycle periods. Where the data lives, who you are and the embedding
+model are not (changing those needs a restart or `cems reindex`), nor are credentials.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from cems_cli.errors import UserError
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from cems_cli.config import Settings
+
+LIVE_KEYS = (
+    "search_mode", "search_limit", "context_budget", "fusion", "fusion_vector_weight", "lexical_coverage",
+    "hybrid_vector_weight", "session_window", "session_neighbour_weight", "session_weight", "rrf_k",
+    "rrf_original_weight", "rrf_expansion_weight", "rerank_backend", "rerank_input_limit",
+    "relevance_threshold", "min_similarity", "strong_signal_threshold", "strong_signal_gap",
+    "recall_limit", "recall_token_budget", "recall_min_score", "recall_min_relative", "recall_min_similarity",
+    "llm_model", "llm_timeout", "context_ttl_days", "archive_grace_days",
+)
+SOURCES = ("environment", "user", "team", "config.toml", "default")
+
+
+def check_key(key: str) -> str:
+    name = key.strip().lower().removeprefix("cems_").replace("-", "_")
+    if name not in LIVE_KEYS:
+        raise UserError(f"{key!r} is not a setting that can be stored (see `cems config list`)")
+    return name
+
+
+def parse_value(key: str, text: str) -> Any:
+    """`text` as the setting's value, validated like the environment's CEMS_KEY would be."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from cems_cli.config import Settings
+
+    field = Settings.model_fields[key]
+    raw: Any = text
+    if text.strip().lower() in ("none", "null"):
+        raw = None
+    try:
+        value = TypeAdapter(field.annotation).validate_python(raw)
+        # Range constraints (ge/le…) live in the field's metadata: check them the same way.
+        Settings.__pydantic_validator__.validate_assignment(Settings.model_construct(), key, value)
+    except ValidationError as error:
+        message = str(error.errors()[0].get("msg", "invalid value")).removeprefix("Value error, ")
+        raise UserError(f"invalid value for {key}: {message} (got {text!r})") from None
+    return value
+
+
+def _from_environment(key: str) -> bool:
+    return f"CEMS_{key.upper()}" in os.environ
+
+
+def apply(base: Settings, stored: dict[str, dict[str, Any]]) -> Settings:
+    """`base` (environment, config.toml, defaults) with the stored values where the environment is silent;
+    a user's own value over the team's. A stored value the current model refuses is skipped."""
+    update: dict[str, Any] = {}
+    for kind in ("team", "user"):  # the user's last: it wins
+        for key, value in stored.get(kind, {}).items():
+            if key in LIVE_KEYS and not _from_environment(key):
+                update[key] = value
+    if not update:
+        return base
+    try:
+        return base.model_copy(update=_validated(update))
+    except UserError:
+        return base
+
+
+def _validated(update: dict[str, Any]) -> dict[str, Any]:
+    checked = {}
+    for key, value in update.items():
+        try:
+            checked[key] = parse_value(key, json.dumps(value) if not isinstance(value, str) else value)
+        except UserError:
+            continue  # stored by another version of CEMS with other rules: the layer below stands
+    return checked
+
+
+def source_of(key: str, base: Settings, stored: dict[str, dict[str, Any]]) -> str:
+    if _from_environment(key):
+        return "environment"
+    if key in stored.get("user", {}):
+        return "user"
+    if key in stored.get("team", {}):
+        return "team"
+    if key in _toml_keys():
+        return "config.toml"
+    return "default"
+
+
+def _toml_keys() -> set[str]:
+    import tomllib
+
+    from cems_cli import paths
+
+    try:
+        with open(paths.config_file_path(), "rb") as handle:
+            return set(tomllib.load(handle))
+    except (OSError, tomllib.TOMLDecodeError):
+        return set()
+
+
+class LiveSettings:
+    """The stored settings of each (user, team), reloaded when the database's change counter moves: one
+    one-row read per search when nothing changed. Shared by every request of a process (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._version = -1
+        self._stored: dict[tuple[str, str | None], dict[str, dict[str, Any]]] = {}
+
+    def stored(self, conn: psycopg.Connection, user: str, team: str | None) -> dict[str, dict[str, Any]]:
+        from cems_cli.store import settings as store
+
+        current = store.version(conn)
+        with self._lock:
+            if current != self._version:
+                self._stored.clear()
+                self._version = current
+            cached = self._stored.get((user, team))
+        if cached is None:
+            cached = store.stored(conn, user, team)
+            with self._lock:
+                if self._version == current:
+                    self._stored[(user, team)] = cached
+        return cached
+
+
+LIVE = LiveSettings()

@@ -1,0 +1,41 @@
+"""Stored settings (sql/008_settings.sql): rows per user and per team, and the change counter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+
+def version(conn: psycopg.Connection) -> int:
+    row = conn.execute("SELECT version FROM stored_settings_version WHERE id = 1").fetchone()
+    return int(row[0]) if row else 0
+
+
+def stored(conn: psycopg.Connection, user: str, team: str | None) -> dict[str, dict[str, Any]]:
+    """{"user": {key: value}, "team": {key: value}} for this user and team."""
+    found: dict[str, dict[str, Any]] = {"user": {}, "team": {}}
+    rows = conn.execute(
+        "SELECT owner_kind, key, value FROM stored_settings "
+        "WHERE (owner_kind = 'user' AND owner = %s) OR (owner_kind = 'team' AND owner = %s)",
+        (user, team or ""),
+    ).fetchall()
+    for kind, key, value in rows:
+        found[kind][key] = value
+    return found
+
+
+def put(conn: psycopg.Connection, kind: str, owner: str, key: str, value: Any, by: str) -> None:
+    conn.execute(
+        "INSERT INTO stored_settings (owner_kind, owner, key, value, updated_by) VALUES (%s, %s, %s, %s, %s) "
+        "ON CONFLICT (owner_kind, owner, key) DO UPDATE "
+        "SET value = excluded.value, updated_at = now(), updated_by = excluded.updated_by",
+        (kind, owner, key, Jsonb(value), by),
+    )
+
+
+def delete(conn: psycopg.Connection, kind: str, owner: str, key: str) -> bool:
+    return conn.execute(
+        "DELETE FROM stored_settings WHERE owner_kind = %s AND owner = %s AND key = %s", (kind, owner, key)
+    ).rowcount == 1

@@ -1,0 +1,51 @@
+"""One definition of each default: cems_cli/defaults.py. Settings, the retrieval stages and the hooks read
+it; nothing restates a value (the search server once fused with 0.5 where the settings said 0.3)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from cems_cli import defaults
+from cems_cli.config import Settings
+
+PACKAGE = Path(__file__).resolve().parents[2] / "cems_cli"
+
+
+def _constants() -> dict[str, object]:
+    return {name: value for name, value in vars(defaults).items() if name.isupper()}
+
+
+def test_every_setting_with_a_shared_default_takes_it_from_the_defaults_module():
+    fields = Settings.model_fields
+    shared = {name.lower(): value for name, value in _constants().items() if name.lower() in fields}
+    assert len(shared) >= 15
+    assert {name: fields[name].default for name in shared} == shared
+
+
+def test_no_module_restates_a_default_as_a_literal():
+    """`DEFAULT_X = <number>` in a module: a second definition waiting to drift. Module constants that
+    name a shared default must be the defaults module's value (`DEFAULT_X = defaults.X`)."""
+    restated: list[str] = []
+    values = {value for value in _constants().values() if isinstance(value, float | int)}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "defaults.py" or "_data" in path.parts:
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)):
+                continue
+            names = [t.id for t in node.targets if isinstance(t, ast.Name) and t.id.startswith("DEFAULT_")]
+            suffixes = {name.removeprefix("DEFAULT_") for name in names}
+            if suffixes & set(_constants()) and node.value.value in values:
+                restated.append(f"{path.relative_to(PACKAGE)}: {', '.join(names)}")
+    assert restated == []
+
+
+def test_the_stages_defaults_are_the_settings_defaults():
+    from cems_cli.retrieval import filtering, fusion, neighbours, strong_signal
+
+    assert fusion.DEFAULT_HYBRID_VECTOR_WEIGHT == Settings.model_fields["hybrid_vector_weight"].default
+    assert filtering.DEFAULT_RELEVANCE_THRESHOLD == Settings.model_fields["relevance_threshold"].default
+    assert filtering.DEFAULT_MIN_SIMILARITY == Settings.model_fields["min_similarity"].default
+    assert neighbours.DEFAULT_SESSION_WEIGHT == Settings.model_fields["session_weight"].default
+    assert strong_signal.DEFAULT_THRESHOLD == Settings.model_fields["strong_signal_threshold"].default
