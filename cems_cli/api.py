@@ -38,6 +38,7 @@ __all__ = [
     "Memory",
     "MemoryRecord",
     "Remembered",
+    "Config",
     "Rules",
     "SearchResult",
     "Status",
@@ -124,6 +125,7 @@ class Memory:
 
         self._service = service or MemoryService(settings)
         self.rules = Rules(self)
+        self.config = Config(self)
 
     # Life -----------------------------------------------------------------------------------------------
     @property
@@ -134,6 +136,12 @@ class Memory:
         """The same store, connection and model, acting for another user/team/project (the search server
         answers every hook of a machine with one warm `Memory`)."""
         return Memory(self.settings, service=self._service.for_identity(user, team, project))
+
+    def warm_up(self) -> None:
+        """Connect and load the embedding model now, not on the first call: a server does this before it
+        accepts its first request, so no request pays for it."""
+        self._service.query_embedder.embed(["warm up"])
+        self._service.conn.execute("SELECT 1")
 
     def close(self) -> None:
         self._service.close()
@@ -227,19 +235,12 @@ class Memory:
         mode: str | None = None,
     ) -> list[SearchResult]:
         """What to put in front of an agent for this prompt: few memories, each clearly relevant, within a
-        token budget (the prompt hook's defaults unless given). Recall is not an access (it does not raise
-        a memory's priority) but it is use: `last_recalled` is stamped, which context expiry reads."""
-        from cems_cli import defaults
-
+        token budget (what is not given comes from the settings: CEMS_RECALL_*, `cems config set`). Recall
+        is not an access (it does not raise a memory's priority) but it is use: `last_recalled` is stamped,
+        which context expiry reads."""
         return self._service.recall(
-            prompt,
-            project=project,
-            limit=defaults.RECALL_LIMIT if limit is None else limit,
-            token_budget=defaults.RECALL_TOKEN_BUDGET if token_budget is None else token_budget,
-            min_score=defaults.RECALL_MIN_SCORE if min_score is None else min_score,
-            min_relative=defaults.RECALL_MIN_RELATIVE if min_relative is None else min_relative,
-            min_similarity=defaults.RECALL_MIN_SIMILARITY if min_similarity is None else min_similarity,
-            mode=mode or self.settings.search_mode,
+            prompt, project=project, limit=limit, token_budget=token_budget, min_score=min_score,
+            min_relative=min_relative, min_similarity=min_similarity, mode=mode,
         )
 
     def profile(self, project: str | None = None, token_budget: int | None = None) -> str:
@@ -322,7 +323,8 @@ class Memory:
         """Consolidate near-duplicates, expire what is past its date, prune the long archived (seed 003)."""
         from cems_cli.maintain import run_maintenance
 
-        return run_maintenance(self._service.conn, self.settings, dry_run=dry_run, progress=progress)
+        settings = self._service.live_settings()  # context_ttl_days, archive_grace_days may be stored
+        return run_maintenance(self._service.conn, settings, dry_run=dry_run, progress=progress)
 
     def import_jsonl(
         self, lines: Sequence[bytes], *, default_team: str | None = None,
@@ -376,6 +378,79 @@ def reindex(settings: Settings, *, progress: Callable[[int, int], None] | None =
         return Reindexed(run_reindex(conn, embedder, model, progress=progress), model, embedder.dim)
     finally:
         conn.close()
+
+
+@dataclass(frozen=True)
+class SettingValue:
+    """One live setting: its value in effect, where that comes from (environment, user, team,
+    config.toml, default), and what is stored for you and for your team."""
+
+    key: str
+    value: Any
+    source: str
+    user: Any = None
+    team: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "value": self.value, "source": self.source, "user": self.user,
+                "team": self.team}
+
+
+class Config:
+    """Live settings (`cems config`): stored in the database per user or per team, applied by the next
+    search of every process, the warm search server included. See cems_cli/live_settings.py."""
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+
+    def list(self) -> list[SettingValue]:
+        from cems_cli.live_settings import LIVE_KEYS
+
+        return [self._value(key) for key in LIVE_KEYS]
+
+    def get(self, key: str) -> SettingValue:
+        from cems_cli.live_settings import check_key
+
+        return self._value(check_key(key))
+
+    def set(self, key: str, value: str, *, team: bool = False) -> SettingValue:
+        """Store `value` (text, as in the environment) for you, or for your whole team."""
+        from cems_cli.live_settings import check_key, parse_value
+        from cems_cli.store import settings as store
+
+        name = check_key(key)
+        parsed = parse_value(name, value)
+        kind, owner = self._owner(team)
+        store.put(self._memory._service.conn, kind, owner, name, parsed, self._memory.settings.user)
+        return self._value(name)
+
+    def unset(self, key: str, *, team: bool = False) -> bool:
+        """Remove your (or your team's) stored value; False when none was stored."""
+        from cems_cli.live_settings import check_key
+        from cems_cli.store import settings as store
+
+        kind, owner = self._owner(team)
+        return store.delete(self._memory._service.conn, kind, owner, check_key(key))
+
+    def _owner(self, team: bool) -> tuple[str, str]:
+        settings = self._memory.settings
+        if not team:
+            return "user", settings.user
+        if not settings.team:
+            raise UserError("team settings need a team: set CEMS_TEAM or pass --team")
+        return "team", settings.team
+
+    def _value(self, key: str) -> SettingValue:
+        from cems_cli.live_settings import LIVE, source_of
+
+        service = self._memory._service
+        effective = service.live_settings()
+        base = service.base_settings
+        stored = LIVE.stored(service.conn, base.user, base.team)
+        return SettingValue(
+            key, getattr(effective, key), source_of(key, base, stored),
+            stored["user"].get(key), stored["team"].get(key),
+        )
 
 
 class Rules:

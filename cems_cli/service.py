@@ -53,12 +53,29 @@ def parse_tags(raw: str | Sequence[str] | None) -> list[str]:
 
 class MemoryService:
     def __init__(self, settings: Settings) -> None:
+        # What the environment, config.toml and the defaults say; `settings` adds the values stored with
+        # `cems config set`, read again by `live_settings()` before each search.
+        self._base_settings = settings
         self.settings = settings
         self._conn: psycopg.Connection | None = None
         self._embedder: Embedder | None = None
         self._query_embedder: Embedder | None = None
 
     # Resources ------------------------------------------------------------------------------------
+    @property
+    def base_settings(self) -> Settings:
+        """The settings before stored ones: environment, config.toml, defaults."""
+        return self._base_settings
+
+    def live_settings(self) -> Settings:
+        """The settings with the stored ones applied (environment > user > team > config.toml > default),
+        as of now: one one-row read when nothing was stored or changed since the last call."""
+        from cems_cli.live_settings import LIVE, apply
+
+        base = self._base_settings
+        self.settings = apply(base, LIVE.stored(self.conn, base.user, base.team))
+        return self.settings
+
     @property
     def conn(self) -> psycopg.Connection:
         if self._conn is None:
@@ -89,7 +106,7 @@ class MemoryService:
     def for_identity(self, user: str | None, team: str | None, project: str | None) -> MemoryService:
         """A service for another user/team/project that shares this one's connection and model."""
         update: dict[str, Any] = {"user": user or self.settings.user, "team": team, "project": project}
-        sibling = MemoryService(self.settings.model_copy(update=update))
+        sibling = MemoryService(self._base_settings.model_copy(update=update))
         sibling._conn, sibling._embedder, sibling._query_embedder = (
             self._conn,
             self._embedder,
@@ -257,6 +274,7 @@ class MemoryService:
         query = " ".join((query or "").replace("\x00", "").split())
         if not query:
             raise UserError("search query is empty")
+        self.live_settings()
         limit = self.settings.search_limit if limit is None else limit
         if limit < 1:
             raise UserError("--limit must be at least 1")
@@ -285,32 +303,34 @@ class MemoryService:
         prompt: str,
         *,
         project: str | None,
-        limit: int,
-        token_budget: int,
-        min_score: float,
-        min_relative: float,
-        min_similarity: float | None,
-        mode: str = "hybrid",
+        limit: int | None = None,
+        token_budget: int | None = None,
+        min_score: float | None = None,
+        min_relative: float | None = None,
+        min_similarity: float | None = None,
+        mode: str | None = None,
     ) -> list[SearchResult]:
-        """What the prompt hook injects (see `cems_cli.api.Memory.recall` for the defaults)."""
+        """What the prompt hook injects; what is not given comes from the live settings (CEMS_RECALL_*,
+        `cems config set recall_limit 2`, …)."""
         from cems_cli.retrieval.pipeline import SearchRequest, run_search
         from cems_cli.store.memories import record_recall
 
         query = " ".join((prompt or "").replace("\x00", "").split())
         if not query:
             return []
+        s = self.live_settings()
         request = SearchRequest(
             query=query,
-            limit=max(1, limit),
+            limit=max(1, s.recall_limit if limit is None else limit),
             category=None,
             scope="both",
             project_filter=None,
             current_project=project,
-            mode=mode,
-            token_budget=token_budget,
-            min_score=min_score,
-            min_relative=min_relative,
-            min_similarity=min_similarity,
+            mode=mode or s.search_mode,
+            token_budget=s.recall_token_budget if token_budget is None else token_budget,
+            min_score=s.recall_min_score if min_score is None else min_score,
+            min_relative=s.recall_min_relative if min_relative is None else min_relative,
+            min_similarity=s.recall_min_similarity if min_similarity is None else min_similarity,
         )
         results = run_search(self, request)
         if results:
@@ -413,6 +433,7 @@ class MemoryService:
         if not team:
             raise UserError("sharing needs a team: set CEMS_TEAM or pass --team")
         if team != self.settings.team:
+            self._base_settings = self._base_settings.model_copy(update={"team": team})
             self.settings = self.settings.model_copy(update={"team": team})
         source: MemoryRecord | None = None
         try:

@@ -6,7 +6,19 @@ import sys
 
 import typer
 
-from cems_cli.cli import admin, evaluation, hooks, maintain, mcp, memory, observer, rules, transfer
+from cems_cli.cli import (
+    admin,
+    evaluation,
+    hooks,
+    maintain,
+    mcp,
+    memory,
+    observer,
+    plugin,
+    rules,
+    settings,
+    transfer,
+)
 from cems_cli.cli.common import use_tidy_help
 
 app = typer.Typer(
@@ -40,7 +52,7 @@ def _root(
     """CEMS: long-term memory and guard rails for AI coding agents."""
 
 
-for group in (memory, rules, transfer, admin, maintain, hooks, mcp, observer, evaluation):
+for group in (memory, rules, settings, transfer, admin, maintain, hooks, mcp, plugin, observer, evaluation):
     group.register(app)
 use_tidy_help(app)
 

@@ -38,6 +38,15 @@ def _setting(name: str, default: float) -> float:
     return value if value > 0 else default
 
 
+_RECALL_OVERRIDES = (
+    ("limit", "CEMS_RECALL_LIMIT", int),
+    ("token_budget", "CEMS_RECALL_TOKEN_BUDGET", int),
+    ("min_score", "CEMS_RECALL_MIN_SCORE", float),
+    ("min_relative", "CEMS_RECALL_MIN_RELATIVE", float),
+    ("min_similarity", "CEMS_RECALL_MIN_SIMILARITY", float),
+)
+
+
 def handle(payload: dict) -> dict | None:
     started = time.monotonic()
     prompt = payload.get("prompt")
@@ -56,13 +65,16 @@ def handle(payload: dict) -> dict | None:
         "project": project,
         "user": os.environ.get("CEMS_USER") or None,
         "team": os.environ.get("CEMS_TEAM") or None,
-        "limit": int(_setting("CEMS_RECALL_LIMIT", defaults.RECALL_LIMIT)),
-        "token_budget": int(_setting("CEMS_RECALL_TOKEN_BUDGET", defaults.RECALL_TOKEN_BUDGET)),
-        "min_score": _setting("CEMS_RECALL_MIN_SCORE", defaults.RECALL_MIN_SCORE),
-        "min_relative": _setting("CEMS_RECALL_MIN_RELATIVE", defaults.RECALL_MIN_RELATIVE),
-        "min_similarity": _setting("CEMS_RECALL_MIN_SIMILARITY", defaults.RECALL_MIN_SIMILARITY),
-        "mode": os.environ.get("CEMS_SEARCH_MODE") or "hybrid",
     }
+    # Only what this environment sets: the server fills in the rest from its settings, where a value
+    # stored with `cems config set` (or config.toml) applies without restarting anything.
+    for key, name, kind in _RECALL_OVERRIDES:
+        if os.environ.get(name):
+            value = _setting(name, 0.0)
+            if value > 0:
+                request[key] = int(value) if kind is int else value
+    if os.environ.get("CEMS_SEARCH_MODE"):
+        request["mode"] = os.environ["CEMS_SEARCH_MODE"]
     from cems_cli.server.client import call_or_start
 
     answer = call_or_start(cems_home(), request, budget - (time.monotonic() - started))

@@ -133,11 +133,16 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     lexical_cache: dict[str, list[ChunkHit]] = {}
 
     # 2-4. Strong-signal probe, then expansions only when the probe is not already decisive.
+    # Seed 002: a weight of 0 removes its list, so the list is not even fetched (nor, for expansions, the
+    # LLM asked for them); `cems config set fusion_vector_weight 0` takes effect on the next search.
+    short_circuited = _zero_weight_lists(settings, mode)
+    if short_circuited:
+        trace.stages["short_circuited"] = short_circuited
     if mode != "vector":
         lexical_cache[request.query] = store_search.lexical_hits(conn, request.query, filters, depth)
         signal = _strong_signal(lexical_cache[request.query], settings)
         trace.stages["strong_signal"] = signal
-        if llm is not None and not signal["skip_expansion"]:
+        if llm is not None and not signal["skip_expansion"] and "expansions" not in short_circuited:
             variants += _expansions(deps, llm, request.query, analysis, filters)
         trace.lap("expand")
 
@@ -148,6 +153,8 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     trace.lap("embed")
     chunk_lists: list[tuple[QueryVariant, str, list[ChunkHit]]] = []
     for variant, vector in zip(vector_variants, vectors, strict=True):
+        if "vector" in short_circuited:
+            continue  # the query vector is still made: candidates' cosines, dedup and evidence use it
         chunk_lists.append((variant, "vector", store_search.vector_hits(conn, vector, filters, depth)))
     for variant in variants:
         if variant.lexical:
@@ -217,6 +224,17 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
 
 
 # --- stages -----------------------------------------------------------------------------------------------
+
+
+def _zero_weight_lists(settings: Settings, mode: str) -> list[str]:
+    """The lists whose weight is 0 under the fusion in use: "vector" (linear fusion's cosine weight, in a
+    hybrid search) and "expansions" (rrf's expansion weight)."""
+    skipped: list[str] = []
+    if mode != "vector" and settings.fusion == "linear" and settings.fusion_vector_weight == 0:
+        skipped.append("vector")
+    if settings.fusion == "rrf" and settings.rrf_expansion_weight == 0:
+        skipped.append("expansions")
+    return skipped
 
 
 def _llm_client(settings) -> LLMClient | None:
