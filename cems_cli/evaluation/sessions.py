@@ -473,13 +473,13 @@ def _result(dataset: SessionSet, questions: list[SessionQuestion], asked: list[A
                     if counts["sessions"] else None})
         by_project[name] = row
     latencies = [elapsed for *_rest, elapsed in asked]
-    from cems_cli.hookhandlers.user_prompt_submit import DEFAULT_TIME_BUDGET
+    from cems_cli.defaults import RECALL_TIME_BUDGET
 
     latency = {"p50": round(metrics.percentile(latencies, 50), 2),
                "p95": round(metrics.percentile(latencies, 95), 2),
                "max": round(max(latencies), 2) if latencies else 0.0,
                # The hook gives up after its time budget and injects nothing: count those apart.
-               "timeouts": sum(1 for ms in latencies if ms >= DEFAULT_TIME_BUDGET * 1000 * 0.98)}
+               "timeouts": sum(1 for ms in latencies if ms >= RECALL_TIME_BUDGET * 1000 * 0.98)}
     capture_json = {
         "trigger": trigger,
         "sessions": sessions,
