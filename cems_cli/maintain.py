@@ -12,6 +12,9 @@ Pinned memories are never archived, merged away, changed or deleted by any step.
   least SIMILARITY_THRESHOLD alike become one (store/lifecycle.merge); the other is archived, pointing at
   it. The user's own text survives a captured copy of it.
 - Pruning: memories archived more than CEMS_ARCHIVE_GRACE_DAYS ago are deleted with their chunks.
+- Scrubbing, after the user purged memories (`cems forget --purge`) or pruning deleted some: a DELETE leaves
+  the text in the database files; the tables are rewritten, the WAL that recorded it retired and the query
+  cache emptied (store/lifecycle.scrub, where what remains is listed).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class MaintenanceReport:
     consolidated: list[MergeGroup] = field(default_factory=list)
     expired: int = 0
     pruned: int = 0
+    scrub: lifecycle.ScrubReport | None = None  # only when deleted text was waiting to be scrubbed
 
     @property
     def merged(self) -> int:
@@ -69,6 +73,7 @@ class MaintenanceReport:
             "consolidated": [{"kept": g.kept, "merged": list(g.merged)} for g in self.consolidated],
             "expired": self.expired,
             "pruned": self.pruned,
+            **({"scrubbed": self.scrub.to_json()} if self.scrub is not None else {}),
         }
 
 
@@ -185,6 +190,8 @@ def run_maintenance(
     report.pruned = step(
         "prune", lambda: lifecycle.prune(conn, user, settings.archive_grace_days, dry_run=dry_run)
     )
+    if not dry_run and lifecycle.scrub_pending(conn, user):
+        report.scrub = scrub(conn, settings)
     if not dry_run:
         if any(category == "rules" for _id, category in expired):
             # The PreToolUse hook reads only the snapshot: an expired rule must stop applying now.
@@ -193,6 +200,17 @@ def run_maintenance(
 
             write_rules_snapshot(conn, Identity(settings.user, settings.team), settings.home)
         lifecycle.record_run(conn, user, report.to_json())
+    return report
+
+
+def scrub(conn: psycopg.Connection, settings: Settings) -> lifecycle.ScrubReport:
+    """Erase deleted memories' text from the database files and empty the query cache."""
+    from cems_cli.embedding.cache import clear_query_cache
+
+    report = lifecycle.scrub(conn, embedded=settings.database_url is None)
+    if report.tables and not clear_query_cache(settings.home / "cache" / "queries.db"):
+        report.note = "; ".join(filter(None, [report.note, "the query cache could not be emptied"]))
+    log.info("maintenance: scrubbed deleted text (%s)", report.to_json())
     return report
 
 

@@ -2,16 +2,49 @@
 
 Reads `.git/config` directly instead of running `git`: hooks call this on every tool call and a
 subprocess costs more than the whole hook budget.
+
+The repository is the user's, but not necessarily friendly (a cloned or unpacked tree, a folder another
+user can write to): a git file is read only when it is a small regular file. A FIFO would block the open
+for ever, a symlink to /dev/zero or a huge file would be read into memory whole; any of these yields the
+fallback identity (the repository's folder name) instead.
 """
 
 from __future__ import annotations
 
 import configparser
+import os
 import re
+import stat
 from functools import lru_cache
 from pathlib import Path
 
 _REMOTE_PATH = re.compile(r"^(?:[a-z+]+://)?(?:[^@/]+@)?[^:/]+(?::\d+)?[:/](?P<path>.+?)(?:\.git)?/?$")
+# A real .git/config is a few hundred bytes; `gitdir:` and `commondir` files are one line.
+MAX_GIT_FILE_BYTES = 64 * 1024
+
+
+def read_small_file(path: Path, limit: int = MAX_GIT_FILE_BYTES) -> str | None:
+    """The text of `path` if it is a regular file of at most `limit` bytes, else None. Symlinks are
+    followed (git-new-workdir links its config), but what is opened is checked, not what the name was:
+    O_NONBLOCK so a FIFO cannot block the open, fstat on the open file, and a bounded read (a /proc file
+    says size 0 and may never end)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        data = os.read(fd, limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        return None
+    return data.decode("utf-8", errors="replace")
 
 
 def _git_dir(start: Path) -> Path | None:
@@ -20,22 +53,25 @@ def _git_dir(start: Path) -> Path | None:
         if candidate.is_dir():
             return candidate
         if candidate.is_file():  # worktree or submodule: "gitdir: <path>"
-            text = candidate.read_text(encoding="utf-8", errors="replace").strip()
+            text = (read_small_file(candidate) or "").strip()
             if text.startswith("gitdir:"):
                 gitdir = (folder / text.split(":", 1)[1].strip()).resolve()
                 # A worktree's gitdir is .git/worktrees/<name>; its config lives in the common dir.
-                common = gitdir / "commondir"
-                if common.is_file():
-                    return (gitdir / common.read_text().strip()).resolve()
+                common = read_small_file(gitdir / "commondir")
+                if common is not None and common.strip():
+                    return (gitdir / common.strip()).resolve()
                 return gitdir
     return None
 
 
 def _remote_url(git_dir: Path) -> str | None:
+    text = read_small_file(git_dir / "config")
+    if text is None:
+        return None
     parser = configparser.ConfigParser(strict=False, interpolation=None)
     try:
-        parser.read(git_dir / "config", encoding="utf-8")
-    except (configparser.Error, OSError):
+        parser.read_string(text)
+    except configparser.Error:
         return None
     remotes = [s for s in parser.sections() if s.startswith('remote "')]
     preferred = 'remote "origin"' if 'remote "origin"' in remotes else (remotes[0] if remotes else None)

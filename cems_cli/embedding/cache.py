@@ -97,3 +97,27 @@ class CachedQueryEmbedder:
             self._lru.move_to_end(key)
             while len(self._lru) > MEMORY_ENTRIES:
                 self._lru.popitem(last=False)
+
+
+def clear_query_cache(path: Path) -> bool:
+    """Empty the on-disk cache and leave no trace of its entries in the file or its WAL (secure_delete
+    zeroes freed pages, TRUNCATE empties the WAL). Maintenance does this after a purge: the cache holds no
+    text, but a query's vector says what it asked, and a query may have been about what was purged. Other
+    processes keep working (their next lookups miss). False if the file could not be cleared."""
+    if not path.exists():
+        return True
+    try:
+        db = sqlite3.connect(str(path), timeout=5)
+    except sqlite3.Error:
+        return False
+    try:
+        db.execute("PRAGMA secure_delete = ON")
+        db.execute("DELETE FROM q")
+        db.commit()
+        db.execute("VACUUM")  # rewrites the file with no free pages left over
+        row = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return bool(row) and row[0] == 0  # 1: a reader kept part of the WAL
+    except sqlite3.Error:
+        return False
+    finally:
+        db.close()

@@ -1,11 +1,15 @@
 """Client side of the search server: stdlib only, because hooks import it on every prompt.
 
 One request per connection: a JSON object on one line, answered by a JSON object on one line.
+
+The socket is private (assume a hostile second user on the machine): it lives in a folder CEMS creates 0700
+and the client connects only when that folder is still ours and closed to others, then asks the kernel who
+is listening (SO_PEERCRED) and talks only to a server of its own uid. Anything else counts as "no server":
+the hooks fall back to what they do when none runs.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 import subprocess
@@ -16,27 +20,56 @@ SOCKET_NAME = "cems.sock"
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux; keep a margin
 
 
+def socket_dir(home: str) -> str:
+    """`$CEMS_HOME/run`, or a short private folder of this user (cems_cli/private_dir.short_dir) when a
+    socket path in it would be too long."""
+    run = os.path.join(home, "run")
+    if len(os.fsencode(os.path.join(run, SOCKET_NAME))) <= _MAX_SOCKET_PATH:
+        return run
+    from cems_cli.private_dir import short_dir
+
+    return str(short_dir("search-server\0" + os.path.abspath(home)))
+
+
 def socket_path(home: str) -> str:
-    """`$CEMS_HOME/run/cems.sock`, or a short path under /tmp when that would be too long for a socket."""
-    path = os.path.join(home, "run", SOCKET_NAME)
-    if len(path.encode()) <= _MAX_SOCKET_PATH:
-        return path
-    digest = hashlib.sha1(os.path.abspath(home).encode()).hexdigest()[:16]
-    return os.path.join("/tmp", f"cems-{os.getuid()}-{digest}.sock")
+    return os.path.join(socket_dir(home), SOCKET_NAME)
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of a connected Unix socket (None where the platform has
+    no SO_PEERCRED: there the private folder is the only guard)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    import struct
+
+    size = struct.calcsize("3i")
+    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, size))
+    return uid
+
+
+def _trusted_server(sock: socket.socket) -> bool:
+    uid = peer_uid(sock)
+    return uid is None or uid == os.geteuid()
 
 
 def call(home: str, request: dict, timeout: float) -> dict | None:
-    """Send one request; None if the server is not there, too slow, or answered nonsense."""
+    """Send one request; None if the server is not there, not ours, too slow, or answered nonsense."""
     from cems_cli.hookio import json_dumps, json_loads
+    from cems_cli.private_dir import problem
 
     path = socket_path(home)
     if timeout <= 0 or not os.path.exists(path):
         return None
+    if problem(os.path.dirname(path), os.geteuid()) is not None:
+        return None  # someone else's folder, or one others could write to: the socket may be a squatter's
     deadline = time.monotonic() + timeout
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
             sock.connect(path)
+            if not _trusted_server(sock):
+                return None  # never send a prompt to, nor inject what comes from, another user's process
             sock.sendall(json_dumps(request).encode("utf-8") + b"\n")
             chunks: list[bytes] = []
             while True:

@@ -3,6 +3,12 @@
 Started on demand by the hooks (detached), one per `CEMS_HOME` (a lock file), and gone after
 `CEMS_SERVE_IDLE_SECONDS` (default 30 minutes) without a request. Requests carry the asker's user, team and
 project, so one server answers for whoever shares the data folder.
+
+Private to its user: the socket is bound in a folder CEMS creates 0700 and checks before every start
+(`$CEMS_HOME/run`, or a short per-user folder when that path is too long for a socket), and the server asks
+the kernel (SO_PEERCRED) who connects, dropping any other uid: prompts and memories never reach another
+user. `run/server.pid` records the server's start time and boot, so a PID reused by an unrelated process is
+neither reported as the server nor signalled.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cems_cli.server.client import socket_path
+from cems_cli.server.client import peer_uid, socket_dir, socket_path
 
 _log = logging.getLogger("cems.server")
 DEFAULT_IDLE_SECONDS = 1800.0
@@ -34,6 +40,17 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.lock = threading.Lock()  # one psycopg connection: requests take turns on it
         self.last_request = time.monotonic()
         super().__init__(path, _Handler)
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """Only our own uid: the folder already keeps others out, this holds even if it was opened."""
+        try:
+            uid = peer_uid(request)
+        except OSError:
+            return False
+        if uid is None or uid == os.geteuid():
+            return True
+        _log.warning("refused a connection from uid %d (this server answers uid %d only)", uid, os.geteuid())
+        return False
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         self.last_request = time.monotonic()
@@ -54,43 +71,32 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                 return self._run(op, request)
 
     def _run(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
-        svc = self.service.for_identity(request.get("user"), request.get("team"), request.get("project"))
+        # One warm `Memory` (connection, model) answers every hook of this user's machine, for whichever
+        # user/team/project the hook names; what a request leaves out comes from the live settings.
+        memory = self.service.for_identity(request.get("user"), request.get("team"), request.get("project"))
         if op == "profile":
-            from cems_cli.recall import build_profile
-
-            return {
-                "text": build_profile(svc, request.get("project"), int(request.get("token_budget") or 2000))
-            }
-        import psycopg
-
-        from cems_cli.retrieval.pipeline import SearchRequest, run_search
-        from cems_cli.store.memories import record_recall
-
-        search = SearchRequest(
-            query=str(request.get("query", "")),
-            limit=int(request.get("limit") or 5),
-            category=None,
-            scope="both",
-            project_filter=None,
-            current_project=request.get("project"),
-            mode=str(request.get("mode") or "hybrid"),
-            token_budget=int(request.get("token_budget") or 1000),
-            min_score=float(request.get("min_score") or 0.0),
-            min_relative=float(request.get("min_relative") or 0.0),
-            min_similarity=float(request["min_similarity"]) if request.get("min_similarity") else None,
+            budget = request.get("token_budget")
+            return {"text": memory.profile(request.get("project"), int(budget) if budget else None)}
+        results = memory.recall(
+            str(request.get("query", "")),
+            project=request.get("project"),
+            limit=_number(request, "limit", int),
+            token_budget=_number(request, "token_budget", int),
+            min_score=_number(request, "min_score", float),
+            min_relative=_number(request, "min_relative", float),
+            min_similarity=_number(request, "min_similarity", float),
+            mode=str(request["mode"]) if request.get("mode") else None,
         )
-        results = run_search(svc, search)
-        if results:
-            # Recall on every prompt is not an access: counting it raised the priority of whatever was
-            # injected, so a memory that matched loosely once was injected ever more often (on the capture
-            # benchmark the session records reached priority 2.0 and topped unrelated questions); explicit
-            # searches count. It is use, though: only last_recalled is stamped, which the expiry of captured
-            # context memories reads, or a record injected every day would be archived as unused.
-            try:
-                record_recall(svc.conn, [r.id for r in results])
-            except psycopg.Error as error:  # the stamp is bookkeeping: never lose the answer over it
-                _log.warning("recall stamp failed: %s", error)
         return {"results": [r.to_json() for r in results]}
+
+
+def _number(request: dict[str, Any], key: str, kind: type) -> Any:
+    """A request's number, or None (then the setting applies) when absent, malformed or not positive."""
+    try:
+        value = kind(request[key])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return value if value > 0 else None
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -108,40 +114,73 @@ class _Handler(socketserver.StreamRequestHandler):
             self.wfile.write(json.dumps(answer, default=str).encode("utf-8") + b"\n")
 
 
+_PURPOSE = "the search server's socket"
+
+
 def _run_dir(home: Path) -> Path:
-    run = home / "run"
-    run.mkdir(parents=True, exist_ok=True)
-    return run
+    """`$CEMS_HOME/run`: lock, pid file and (normally) the socket; private, checked on every start."""
+    from cems_cli.private_dir import private_dir
+
+    home.mkdir(parents=True, exist_ok=True)
+    # tighten: a `run` made by a version that kept the user's 022 umask is ours and nobody could write in it.
+    return private_dir(home / "run", os.geteuid(), os.getegid(), purpose=_PURPOSE, tighten=True)
+
+
+def prepare_socket_dir(home: Path) -> Path:
+    """Create (or check) the private folder the socket goes in; NotPrivate, saying why, when it is not."""
+    from cems_cli.private_dir import private_dir
+
+    run = _run_dir(home)
+    folder = Path(socket_dir(str(home)))
+    if folder != run:  # the short fallback: its per-user parent must be ours too
+        uid, gid = os.geteuid(), os.getegid()
+        # As root the embedded server's own user passes through the same parent (store/server.py): 0711.
+        private_dir(folder.parent, uid, gid, purpose=_PURPOSE, others_may_traverse=uid == 0)
+        private_dir(folder, uid, gid, purpose=_PURPOSE)
+    return folder
+
+
+def _take_lock(lock: Any) -> bool:
+    """The server's lock, or False when another server holds it. Tried a few times: `server_pid` (status,
+    stop) holds it shared for an instant to see whether a server is alive."""
+    for attempt in range(5):
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if attempt < 4:
+                time.sleep(0.02)
+    return False
 
 
 def serve(idle_seconds: float | None = None) -> int:
     """Run until idle for `idle_seconds` or signalled. Returns 0, or 1 if another server already runs."""
+    from cems_cli.api import Memory
     from cems_cli.config import get_settings
-    from cems_cli.service import MemoryService
 
     settings = get_settings()
     home = settings.home
     run = _run_dir(home)
+    prepare_socket_dir(home)
     lock = open(run / "server.lock", "a+")  # noqa: SIM115 - held for the life of the process
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    if not _take_lock(lock):
         return 1
+    # At once, while holding the lock: a pid file left by a crashed server must not stand for this one
+    # while the model loads (server_pid trusts it only while the lock is held and the identity matches).
+    _write_pid_file(run)
     idle = (
         idle_seconds
         if idle_seconds is not None
         else float(os.environ.get("CEMS_SERVE_IDLE_SECONDS", DEFAULT_IDLE_SECONDS))
     )
-    service = MemoryService(settings)
+    service = Memory(settings)
     # Warm everything a request needs before accepting one: connection, model, tokenizer tables.
-    service.query_embedder.embed(["warm up"])
-    service.conn.execute("SELECT 1")
+    service.warm_up()
     path = socket_path(str(home))
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)  # a stale socket from a killed server; we hold the lock, so it is not live
     server = SearchServer(path, service)
     os.chmod(path, 0o600)
-    (run / "server.pid").write_text(str(os.getpid()))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -156,33 +195,79 @@ def serve(idle_seconds: float | None = None) -> int:
         server.server_close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-        with contextlib.suppress(FileNotFoundError):
-            (run / "server.pid").unlink()
+        if _recorded(run / "server.pid")[0] == os.getpid():
+            with contextlib.suppress(FileNotFoundError):
+                (run / "server.pid").unlink()
         service.close()
     return 0
 
 
-def _is_search_server(pid: int) -> bool:
-    """Is `pid` a search server (`cems serve` or the detached `-m cems_cli.server.daemon`)? A pid file
-    outlives its process: after a crash or a reboot the pid may belong to anything, which must never be
-    signalled. Where /proc cannot tell, the pid file is trusted as before."""
+def _write_pid_file(run: Path) -> None:
+    """`<pid> <start ticks>@<boot id>`, replaced atomically."""
+    from cems_cli.procinfo import identity
+
+    pid = os.getpid()
+    tmp = run / f".server.pid.{pid}"
+    tmp.write_text(f"{pid} {identity(pid) or ''}".rstrip() + "\n")
+    os.replace(tmp, run / "server.pid")
+
+
+def _recorded(pid_file: Path) -> tuple[int | None, str | None]:
+    """(pid, identity) from a pid file; a file of an earlier version holds the pid alone."""
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            words = handle.read().split(b"\0")
+        words = pid_file.read_text().split()
+        return int(words[0]), (words[1] if len(words) > 1 else None)
+    except (OSError, ValueError, IndexError):
+        return None, None
+
+
+def _lock_held(run: Path) -> bool | None:
+    """Does a live process hold `server.lock`? (flock dies with its process; None if it cannot tell)."""
+    try:
+        handle = open(run / "server.lock", "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
         return False
     except OSError:
-        return True
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return None
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+def _is_search_server(pid: int, recorded: str | None) -> bool:
+    """Is `pid` the search server that wrote the pid file (`cems serve` or the detached
+    `-m cems_cli.server.daemon`, of our uid, started when the file says)? After a crash or a reboot the pid
+    may belong to anything, which must never be signalled. Where /proc cannot tell, the pid file is trusted
+    as before (the caller has checked that a live process holds the server's lock)."""
+    from cems_cli import procinfo
+
+    words = procinfo.cmdline(pid)
+    if words is None:  # no /proc: cannot tell; a /proc that hides the process: another user's
+        return not os.path.isdir("/proc/self")
+    if procinfo.owner(pid) != os.geteuid():
+        return False
+    if recorded is not None and recorded != procinfo.identity(pid):
+        return False  # same number, another process (or another boot)
     return b"cems_cli.server.daemon" in words or (b"serve" in words and any(b"cems" in w for w in words))
 
 
 def server_pid(home: Path) -> int | None:
-    try:
-        pid = int((home / "run" / "server.pid").read_text())
-        os.kill(pid, 0)
-    except (OSError, ValueError):
+    """The running search server's pid, or None (none runs, or the pid file is stale)."""
+    run = home / "run"
+    pid, recorded = _recorded(run / "server.pid")
+    if pid is None or pid <= 0:
         return None
-    return pid if _is_search_server(pid) else None
+    from cems_cli.procinfo import alive
+
+    if not alive(pid) or _lock_held(run) is False:
+        return None
+    return pid if _is_search_server(pid, recorded) else None
 
 
 def stop_server(home: Path, timeout: float = 10.0) -> bool:
@@ -211,8 +296,13 @@ def main() -> int:
         level=logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from cems_cli.private_dir import NotPrivate
+
     try:
         return serve()
+    except NotPrivate as error:  # the message says what is wrong and what to do: no traceback
+        _log.error("search server not started: %s", error)
+        return 1
     except Exception:
         _log.exception("search server failed")
         return 1

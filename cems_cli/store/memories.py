@@ -254,18 +254,34 @@ def forget_memories(
     id is missing from the result."""
     if not memory_ids:
         return {}
-    args = (list(memory_ids), identity.user)
     if purge:
+        # A purge leaves no copy of the text: also the archived memories that consolidation merged into
+        # these (near duplicates, ≥ 0.92 alike), and the capture record a session's context memory was
+        # rendered from. Its bytes stay in the database files until `cems maintain` scrubs them
+        # (store/lifecycle.scrub), which the mark below asks for.
         cursor = conn.execute(
-            "DELETE FROM memory_documents WHERE id = ANY(%s::uuid[]) AND user_id = %s RETURNING id, category",
-            args,
+            "WITH RECURSIVE doomed(id) AS ("
+            "  SELECT id FROM memory_documents WHERE id = ANY(%(ids)s::uuid[]) AND user_id = %(user)s"
+            "  UNION SELECT d.id FROM memory_documents d JOIN doomed ON d.merged_into = doomed.id"
+            "  WHERE d.user_id = %(user)s AND d.archived AND NOT d.pinned) "
+            "DELETE FROM memory_documents WHERE id IN (SELECT id FROM doomed) RETURNING id, category",
+            {"ids": list(memory_ids), "user": identity.user},
         )
-    else:
-        cursor = conn.execute(
-            "UPDATE memory_documents SET archived = true, updated_at = now() "
-            "WHERE id = ANY(%s::uuid[]) AND user_id = %s AND NOT archived RETURNING id, category",
-            args,
-        )
+        done = {str(r[0]): r[1] for r in cursor.fetchall()}
+        if done:
+            conn.execute(
+                "DELETE FROM capture_sessions WHERE user_id = %s AND memory_id = ANY(%s::uuid[])",
+                (identity.user, list(done)),
+            )
+            from cems_cli.store.lifecycle import mark_scrub_pending
+
+            mark_scrub_pending(conn, identity.user)
+        return done
+    cursor = conn.execute(
+        "UPDATE memory_documents SET archived = true, updated_at = now() "
+        "WHERE id = ANY(%s::uuid[]) AND user_id = %s AND NOT archived RETURNING id, category",
+        (list(memory_ids), identity.user),
+    )
     return {str(r[0]): r[1] for r in cursor.fetchall()}
 
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -151,52 +150,22 @@ def _socket_dir(cluster: Path, pgdata: Path) -> Path:
         near = pgdata.parent / "pg.socket"
     if len(os.fsencode(str(near / _SOCKET_FILE))) <= _SOCKET_NAME_MAX:
         return near
-    digest = hashlib.sha256(os.fsencode(str(cluster))).hexdigest()[:16]
-    return _runtime_base() / digest
+    from cems_cli.private_dir import short_dir
 
-
-def _runtime_base() -> Path:
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "").strip()
-    uid = os.geteuid()
-    if runtime and uid != 0:
-        with contextlib.suppress(OSError):
-            info = os.lstat(runtime)
-            if stat.S_ISDIR(info.st_mode) and info.st_uid == uid and not info.st_mode & 0o077:
-                return Path(runtime) / f"cems-{uid}"
-    return Path(tempfile.gettempdir()) / f"cems-{uid}"
-
-
-def _check_private(path: Path, owner: int, *, others_may_traverse: bool = False) -> None:
-    """Refuse a folder that is a symlink, not ours, or reachable (writable) by others."""
-    info = os.lstat(path)
-    allowed = 0o011 if others_may_traverse else 0
-    if not stat.S_ISDIR(info.st_mode) or stat.S_ISLNK(info.st_mode):
-        raise ServerError(f"{path} is not a plain folder; refusing to use it for the database (remove it)")
-    if info.st_uid != owner:
-        raise ServerError(
-            f"{path} belongs to uid {info.st_uid}, not {owner}; refusing to use it for the database "
-            "(someone else created it: remove it or set CEMS_HOME elsewhere)"
-        )
-    if info.st_mode & 0o077 & ~allowed:
-        raise ServerError(
-            f"{path} is open to other users (mode {stat.S_IMODE(info.st_mode):o}); refusing to use it "
-            f"for the database (run `chmod 700 {path}` if you trust its contents)"
-        )
+    return short_dir(str(cluster))
 
 
 def _private_dir(path: Path, owner: int, group: int, *, others_may_traverse: bool = False) -> Path:
-    """Create `path` (mode 0700, or 0711) owned by `owner`, or check an existing one; never widen it."""
-    mode = 0o711 if others_may_traverse else 0o700
+    """Create `path` (mode 0700, or 0711) owned by `owner`, or check an existing one; never widen it
+    (cems_cli/private_dir.py, shared with the search server's socket folder)."""
+    from cems_cli.private_dir import NotPrivate, private_dir
+
     try:
-        os.mkdir(path, mode)
-    except FileExistsError:
-        pass
-    else:
-        os.chmod(path, mode)  # mkdir's mode is filtered by the umask
-        if owner != os.geteuid():
-            os.chown(path, owner, group)
-    _check_private(path, owner, others_may_traverse=others_may_traverse)
-    return path
+        return private_dir(
+            path, owner, group, purpose="the database", others_may_traverse=others_may_traverse
+        )
+    except NotPrivate as error:
+        raise ServerError(str(error)) from None
 
 
 def _prepare_socket_dir(socket_dir: Path, server_uid: int, server_gid: int) -> None:
@@ -210,7 +179,8 @@ def _prepare_socket_dir(socket_dir: Path, server_uid: int, server_gid: int) -> N
 
 
 def read_postmaster(pgdata: Path) -> PostmasterState | None:
-    """Parse `postmaster.pid`; None when absent, unreadable or describing a dead process."""
+    """Parse `postmaster.pid`; None when absent, unreadable or describing a process that is gone or is not
+    this cluster's postmaster (a PID reused after a crash or a reboot)."""
     try:
         lines = (pgdata / "postmaster.pid").read_text().splitlines()
         pid = int(lines[0])
@@ -219,7 +189,7 @@ def read_postmaster(pgdata: Path) -> PostmasterState | None:
         status = lines[7].strip() if len(lines) > 7 else ""
     except (OSError, ValueError, IndexError):
         return None
-    if not _pid_alive(pid):
+    if not _pid_alive(pid) or not _is_postmaster(pid, lines, data_dir(pgdata)):
         return None
     passfile: Path | None = password_file(pgdata)
     if passfile is not None and not passfile.exists():
@@ -235,6 +205,58 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:  # alive, owned by another user (the server's own system user)
         return True
     return True
+
+
+# How far the start time PostgreSQL records (line 3, whole seconds) may be from the one /proc gives
+# (boot time + ticks, itself rounded to a second): a reused PID started long after the file was written.
+_START_SLACK_SECONDS = 3.0
+
+
+def _is_postmaster(pid: int, lines: list[str], cluster: Path) -> bool:
+    """Is the live `pid` of a postmaster.pid (`lines`) the postmaster of `cluster`? It is if it runs the
+    `postgres` program and either serves that data folder (`-D`, as pg_ctl starts it) or started when the
+    file says. Anything else holds a PID the postmaster left behind: commands would fail to reach it for
+    ever, and `pg_ctl stop` would signal it. Without /proc (another system) the file is trusted as before."""
+    from cems_cli import procinfo
+
+    argv = procinfo.cmdline(pid)
+    if argv is None:  # no /proc: cannot tell; a /proc that hides it: another user's, never our server
+        return not os.path.isdir("/proc/self")
+    if not argv or os.path.basename(argv[0]) not in (b"postgres", b"postmaster"):
+        return False
+    if b"-D" in argv[:-1]:
+        given = os.fsdecode(argv[argv.index(b"-D") + 1])
+        with contextlib.suppress(OSError):
+            if os.path.samefile(given, cluster):
+                return True
+    started = procinfo.start_epoch(pid)
+    try:
+        recorded = float(lines[2])
+    except (IndexError, ValueError):
+        return False
+    return started is not None and abs(started - recorded) <= _START_SLACK_SECONDS
+
+
+def _clear_stale_lock_files(cluster: Path, socket_dir: Path) -> None:
+    """Remove `postmaster.pid` and the socket's lock file when they name a live process that is not this
+    cluster's postmaster (PostgreSQL would refuse to start: "lock file already exists"). Called with the
+    start lock held and after read_postmaster found no server, so no postmaster of ours is starting."""
+    from cems_cli.procinfo import alive
+
+    for lock_file, extra in (
+        (cluster / "postmaster.pid", None),
+        (socket_dir / f"{_SOCKET_FILE}.lock", socket_dir / _SOCKET_FILE),
+    ):
+        try:
+            lines = lock_file.read_text().splitlines()
+            pid = int(lines[0])
+        except (OSError, ValueError, IndexError):
+            continue  # absent, or unreadable: PostgreSQL decides
+        if alive(pid) and not _is_postmaster(pid, lines, cluster):
+            _log.warning("removing %s: it names pid %d, which is not this cluster's server", lock_file, pid)
+            lock_file.unlink(missing_ok=True)
+            if extra is not None:
+                extra.unlink(missing_ok=True)
 
 
 def _is_secure(state: PostmasterState, pgdata: Path) -> bool:
@@ -368,8 +390,11 @@ def _start_locked(pgdata: Path, running: PostmasterState | None) -> None:
     _secure_cluster(pgdata, cluster, user, uid, gid, bins)
     socket_dir = _socket_dir(cluster, pgdata)
     _prepare_socket_dir(socket_dir, uid, gid)
+    _clear_stale_lock_files(cluster, socket_dir)
     log = cluster / "log"
-    options = f"-h '' -k {shlex.quote(str(socket_dir))} -c unix_socket_permissions=0700"
+    # wal_recycle=off: a WAL segment no longer needed is deleted, not renamed for reuse with its old
+    # contents (the text of purged memories among them) intact until overwritten; see store/lifecycle.scrub.
+    options = f"-h '' -k {shlex.quote(str(socket_dir))} -c unix_socket_permissions=0700 -c wal_recycle=off"
     result = _run(
         [str(bins / "pg_ctl"), "-D", str(cluster), "-w", "-t", "60", "-l", str(log), "-o", options, "start"],
         user,
