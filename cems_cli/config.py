@@ -150,6 +150,20 @@ class Settings(CemsSettingsBase):
     context_ttl_days: float = Field(default=defaults.CONTEXT_TTL_DAYS, gt=0)
     archive_grace_days: float = Field(default=defaults.ARCHIVE_GRACE_DAYS, ge=0)
 
+    @field_validator("embedding_backend")
+    @classmethod
+    def _installed_embedder(cls, value: str) -> str:
+        # The built-in names cost nothing; another name is looked up among the installed entry points
+        # (~10-50 ms, only then), so a typo is a settings error before anything is stored.
+        if value in ("local", "openai"):
+            return value
+        from cems_cli.plugins import EMBEDDERS, available
+
+        installed = available(EMBEDDERS)
+        if value not in installed:
+            raise ValueError(f"no such embedding backend (installed: {', '.join(sorted(installed))})")
+        return value
+
     @field_validator("user")
     @classmethod
     def _user_not_blank(cls, value: str) -> str:
