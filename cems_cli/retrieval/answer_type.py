@@ -9,8 +9,9 @@ Measured on LoCoMo (no LLM): among the 30 best candidates of a "when" question, 
 a time and 14% of the others do; boosting those that do lifts temporal Recall@5 0.714 → 0.761
 (bench/RESULTS.md).
 
-A leading bracketed stamp ("[8 May 2023] …", "[2024-03-05 14:02] …") is ignored: it records when the memory
-was written, which created_at already holds and time cues already use; it is not the memory saying when.
+A leading bracketed stamp ("[8 May 2023] …", "[2024-03-05 14:02] …") and the header line of a captured
+session record are ignored: they record when the memory was written, which created_at already holds and
+time cues already use; they are not the memory saying when.
 
 Stdlib only (`re`): runs on every search, including the hooks' warm path.
 """
@@ -48,6 +49,11 @@ _STATES_TIME = re.compile(
     re.I,
 )
 _LEADING_STAMP = re.compile(r"^\s*\[[^\]\n]{1,40}\]")
+# The first line of a captured session record ("Claude Code session 1a2b3c4d in acme/api on branch main,
+# 2026-11-22 14:02 UTC.", written by capture/sessions.render) says when the session ran, which created_at
+# holds and every recalled line shows; it is not the memory saying when something was done. Boosting it
+# ranked every session record above "Decided to move the session cache to Redis" on "when did we…?".
+_CAPTURE_HEADER = re.compile(r"^Claude Code (?:session|subagent) [^\n]*(?:\n|$)")
 
 
 def asks_for_time(query: str) -> bool:
@@ -57,4 +63,5 @@ def asks_for_time(query: str) -> bool:
 
 def states_time(content: str) -> bool:
     """The memory says when something happened (a leading stamp of when it was written does not count)."""
-    return bool(_STATES_TIME.search(_LEADING_STAMP.sub("", content, count=1)))
+    content = _CAPTURE_HEADER.sub("", _LEADING_STAMP.sub("", content, count=1), count=1)
+    return bool(_STATES_TIME.search(content))

@@ -7,11 +7,13 @@ error. A single memory often matches a query only in part (a reply that says "th
 
     neighbour(d) = max fused score of the candidates within `window` positions of d in its session
     session(d)   = max fused score of the candidates of d's session
-    score(d)     = (fused(d) + a * neighbour(d) + b * session(d)) / (1 + a + b)        (still 0..1)
+    score(d)     = max(fused(d), (fused(d) + a * neighbour(d) + b * session(d)) / (1 + a + b))   (0..1)
 
 Only candidates count (a neighbour that no retriever found contributes 0): measured on LoCoMo, scoring
-the unretrieved neighbours too changed nothing. A memory without a session has no context to weigh: its
-score is left as it is (its own evidence stands in for the missing context).
+the unretrieved neighbours too changed nothing. Context only lends score, it never takes any: a memory
+whose neighbours matched less keeps its own score, exactly as a memory without a session does (dividing
+by 1 + a + b used to cut a captured memory's 0.6 to 0.42 beside a hand-written one's untouched 0.6, so a
+mixed store ranked by where a memory came from).
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ def apply_session_context(
             default=0.0,
         )
         session = session_best[place.session]
-        cand.score = (cand.score + neighbour_weight * neighbour + session_weight * session) / scale
+        blended = (cand.score + neighbour_weight * neighbour + session_weight * session) / scale
+        cand.score = max(cand.score, blended)
         cand.explain["session"] = {
             "session": place.session,
             "position": place.position,

@@ -28,7 +28,8 @@ MONTH_NAMES = {
 }
 # Any month name or abbreviation, longest first ("march" before "mar").
 MONTH_PATTERN = "(?:" + "|".join(sorted(MONTH_NAMES, key=len, reverse=True)) + ")"
-_MONTH = rf"(?P<month>{MONTH_PATTERN})\.?"
+# A month name that is part of a file name or path ("march.py", "march/", "may_utils") is not a month.
+_MONTH = rf"(?P<month>{MONTH_PATTERN})(?:\.(?!\w))?(?![\w/]|\.\w)"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 _PATTERNS = (

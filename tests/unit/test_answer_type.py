@@ -76,3 +76,9 @@ def test_a_memory_that_says_when_rises_for_a_when_question_only():
     ranked = apply_adjustments([silent, says], now=NOW)
     assert [c.document_id for c in ranked] == ["silent", "says"]
     assert says.explain["adjust"]["time_answer"] == 1.0
+
+
+def test_a_captured_session_records_header_is_not_the_memory_saying_when():
+    header = "Claude Code session 1a2b3c4d in acme/api on branch main, 2026-11-22 14:02 UTC."
+    assert not states_time(header + "\nAsked: Move the session cache to Redis.\nChanged: src/cache.py.")
+    assert states_time(header + "\nAsked: Redo what we did last week.")  # the text itself still counts

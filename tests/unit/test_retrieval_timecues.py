@@ -68,3 +68,10 @@ def test_matching_memories_are_boosted_in_adjustments():
     assert [c.document_id for c in ranked] == ["in", "out"]
     assert inside.explain["adjust"]["time_cue"] == pytest.approx(1.6)
     assert outside.explain["adjust"]["time_cue"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "query", ["fix the bug in march.py", "in mar.ts the parser fails", "look in march/ first", "in may_utils"]
+)
+def test_a_month_name_inside_a_file_name_or_path_is_not_a_time_cue(query):
+    assert parse_time_cue(query, datetime(2026, 11, 25, tzinfo=UTC)) is None
