@@ -11,7 +11,6 @@ fallback identity (the repository's folder name) instead.
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 import stat
@@ -68,6 +67,8 @@ def _remote_url(git_dir: Path) -> str | None:
     text = read_small_file(git_dir / "config")
     if text is None:
         return None
+    import configparser  # only inside a repository: ~2 ms the hooks pay only when they need it
+
     parser = configparser.ConfigParser(strict=False, interpolation=None)
     try:
         parser.read_string(text)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # the prompt hook imports this module: `typing` alone costs it ~3 ms
 if TYPE_CHECKING:
+    from typing import Any
+
     from cems_cli.service import MemoryService
 
 

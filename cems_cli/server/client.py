@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import sys
 import time
 
@@ -97,6 +96,8 @@ def spawn(home: str) -> None:
     env = dict(os.environ)
     env["CEMS_HOME"] = home
     try:
+        import subprocess  # only to start the server: ~4 ms the prompt hook need not pay
+
         subprocess.Popen(
             [sys.executable, "-m", "cems_cli.server.daemon"],
             stdin=subprocess.DEVNULL,
