@@ -22,7 +22,7 @@ from pydantic_settings import (
 )
 
 from cems_cli import defaults, paths
-from cems_cli.embedding.limits import DEFAULT_MAX_MEMORY_BYTES, MAX_MAX_MEMORY_BYTES, MIN_MAX_MEMORY_BYTES
+from cems_cli.embedding.limits import MAX_MAX_MEMORY_BYTES, MIN_MAX_MEMORY_BYTES
 from cems_cli.project import normalize_project, project_for_dir
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
@@ -88,14 +88,14 @@ class Settings(CemsSettingsBase):
     project: str | None = None
 
     # The name of a `cems.embedders` entry point: built in, `local` and `openai` (cems_cli/plugins.py).
-    embedding_backend: str = Field(default="local", min_length=1)
+    embedding_backend: str = Field(default=defaults.EMBEDDING_BACKEND, min_length=1)
     embedding_model: str | None = None
     embedding_dim: int | None = Field(default=None, ge=8, le=16000)
-    embedding_batch_size: int = Field(default=64, ge=1, le=2048)
+    embedding_batch_size: int = Field(default=defaults.EMBEDDING_BATCH_SIZE, ge=1, le=2048)
     # The largest memory text (and search query) accepted, in UTF-8 bytes: embedding cost grows with the
     # text, see cems_cli/embedding/limits.py for the measurements behind the default.
     max_memory_bytes: int = Field(
-        default=DEFAULT_MAX_MEMORY_BYTES, ge=MIN_MAX_MEMORY_BYTES, le=MAX_MAX_MEMORY_BYTES
+        default=defaults.MAX_MEMORY_BYTES, ge=MIN_MAX_MEMORY_BYTES, le=MAX_MAX_MEMORY_BYTES
     )
 
     llm_base_url: str | None = None
@@ -103,12 +103,12 @@ class Settings(CemsSettingsBase):
     llm_model: str = defaults.LLM_MODEL
     llm_timeout: float = Field(default=defaults.LLM_TIMEOUT, gt=0, le=600)
 
-    search_mode: Literal["vector", "hybrid", "auto"] = "hybrid"
+    search_mode: Literal["vector", "hybrid", "auto"] = defaults.SEARCH_MODE
     search_limit: int = Field(default=defaults.SEARCH_LIMIT, ge=1, le=1000)
     context_budget: int = Field(default=defaults.CONTEXT_BUDGET, ge=50)
     # "linear": normalised BM25 + weighted cosine (keeps score gaps); "rrf": weighted reciprocal rank fusion.
     # Measured on LoCoMo in bench/RESULTS.md.
-    fusion: Literal["linear", "rrf"] = "linear"
+    fusion: Literal["linear", "rrf"] = defaults.FUSION
     fusion_vector_weight: float = Field(default=defaults.FUSION_VECTOR_WEIGHT, ge=0, le=100)
     # linear only: how much of a whole-query BM25 match the best lexical match must reach to count fully
     # (retrieval/fusion.py); 0 divides by the best match alone.
@@ -133,8 +133,8 @@ class Settings(CemsSettingsBase):
     min_similarity: float = Field(default=defaults.MIN_SIMILARITY, ge=0, le=1)
     strong_signal_threshold: float = Field(default=defaults.STRONG_SIGNAL_THRESHOLD, ge=0, le=1)
     strong_signal_gap: float = Field(default=defaults.STRONG_SIGNAL_GAP, ge=0, le=1)
-    ollama_url: str = "http://127.0.0.1:11434"
-    reranker_model: str = "dengcao/Qwen3-Reranker-0.6B:Q8_0"
+    ollama_url: str = defaults.OLLAMA_URL
+    reranker_model: str = defaults.RERANKER_MODEL
 
     # What the prompt hook injects (CEMS_RECALL_*): the hook itself reads only the environment (it is
     # stdlib only) and sends what is set there; the search server fills in the rest from these, so a value

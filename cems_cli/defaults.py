@@ -25,9 +25,18 @@ PROFILE_TOKEN_BUDGET = 2000
 # `cems search` and the library's `search`: a memory sharing no word with the query needs this cosine.
 MIN_SIMILARITY = 0.15  # CEMS_MIN_SIMILARITY
 
+# Storage and embedding.
+EMBEDDING_BACKEND = "local"  # a `cems.embedders` entry point (cems_cli/plugins.py)
+EMBEDDING_BATCH_SIZE = 64
+# The largest memory text (and search query) accepted, in UTF-8 bytes: embedding cost grows with the text
+# (measurements in cems_cli/embedding/limits.py).
+MAX_MEMORY_BYTES = 16 * 1024
+
 # Search and ranking (Settings fields of the same names in lower case; the retrieval stages' own parameter
 # defaults are these too). Measured on LoCoMo and the capture benchmark: bench/RESULTS.md.
+SEARCH_MODE = "hybrid"
 SEARCH_LIMIT = 5
+FUSION = "linear"  # normalised BM25 + weighted cosine (keeps score gaps); "rrf": reciprocal rank fusion
 CONTEXT_BUDGET = 2000  # tokens a search result set may fill (cems search); the prompt hook has its own
 FUSION_VECTOR_WEIGHT = 1.5  # linear fusion: weight of the cosine beside normalised BM25
 LEXICAL_COVERAGE = 1.0  # linear fusion: share of a whole-query BM25 match a lexical match must reach
@@ -43,11 +52,31 @@ RELEVANCE_THRESHOLD = 0.0  # seed 000 stage 7 says 0.3; the evidence floor (MIN_
 STRONG_SIGNAL_THRESHOLD = 0.85
 STRONG_SIGNAL_GAP = 0.15
 
-# LLM stages (any OpenAI-compatible endpoint).
+# LLM stages (any OpenAI-compatible endpoint) and the Ollama reranker.
 LLM_MODEL = "gpt-4o-mini"
 LLM_TIMEOUT = 2.0  # seconds per call: a prompt hook waits at most RECALL_TIME_BUDGET in all
+OLLAMA_URL = "http://127.0.0.1:11434"
+RERANKER_MODEL = "dengcao/Qwen3-Reranker-0.6B:Q8_0"
 
 # Lifecycle (cems maintain): captured `context` memories neither accessed nor recalled for this long
 # expire; archived memories are deleted this long after they were archived.
 CONTEXT_TTL_DAYS = 90.0
 ARCHIVE_GRACE_DAYS = 30.0
+
+# The observer (capture/observer_settings.py): when a quiet session is finalized, how turns are chunked,
+# LLM extraction batches and back-off, reading and committing, the daemon's clocks.
+OBSERVER_IDLE_SECONDS = 300.0
+OBSERVER_CHUNK_MAX_CHARS = 8000
+OBSERVER_CHUNK_MAX_TOOLS = 40
+OBSERVER_BATCH_CHARS = 12000
+OBSERVER_BATCH_MAX_CHARS = 32000
+OBSERVER_LLM_TIMEOUT = 90.0
+OBSERVER_BACKOFF_INITIAL = 30.0
+OBSERVER_BACKOFF_MAX = 900.0
+OBSERVER_LLM_MAX_ATTEMPTS = 12
+OBSERVER_COMMIT_BYTES = 4 * 1024 * 1024
+OBSERVER_MAX_LINE_BYTES = 32 * 1024 * 1024
+OBSERVER_COMMIT_CHUNKS = 32
+OBSERVER_TICK_SECONDS = 15.0
+OBSERVER_RESCAN_SECONDS = 600.0
+OBSERVER_MAINTAIN_SECONDS = 86400.0  # cems maintain once a day; 0 = never

@@ -49,3 +49,20 @@ def test_the_stages_defaults_are_the_settings_defaults():
     assert filtering.DEFAULT_MIN_SIMILARITY == Settings.model_fields["min_similarity"].default
     assert neighbours.DEFAULT_SESSION_WEIGHT == Settings.model_fields["session_weight"].default
     assert strong_signal.DEFAULT_THRESHOLD == Settings.model_fields["strong_signal_threshold"].default
+
+
+def test_every_settings_default_is_defined_in_the_defaults_module():
+    """Settings and ObserverSettings state no value of their own: each non-empty default is the
+    constant of the same name in cems_cli/defaults.py (flags, empty and computed defaults excepted)."""
+    from cems_cli.capture.observer_settings import ObserverSettings
+
+    constants = _constants()
+    missing = []
+    for model in (Settings, ObserverSettings):
+        for name, field in model.model_fields.items():
+            default = field.default
+            if default is None or isinstance(default, bool) or default == "" or field.default_factory:
+                continue
+            if constants.get(name.upper()) != default:
+                missing.append(f"{model.__name__}.{name} = {default!r}")
+    assert missing == []
