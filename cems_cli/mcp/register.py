@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cems_cli.hooks_install import InstallError, absolute
+from cems_cli.hooks_install import InstallError, _read_settings, absolute
 
 SERVER = "cems"
 MANIFEST = "mcp-installed.json"
@@ -94,21 +94,6 @@ def is_cems_entry(entry: Any) -> bool:
 
 
 # --- files -----------------------------------------------------------------------------------------------
-
-
-def _read(path: Path) -> tuple[bytes | None, dict[str, Any]]:
-    if not path.exists():
-        return None, {}
-    raw = path.read_bytes()
-    if not raw.strip():
-        return raw, {}
-    try:
-        data = json.loads(raw)
-    except ValueError as error:
-        raise InstallError(f"{path} is not valid JSON ({error}); fix it first, nothing was changed") from None
-    if not isinstance(data, dict):
-        raise InstallError(f"{path} does not hold a JSON object; nothing was changed")
-    return raw, data
 
 
 def _chain(target: Target) -> tuple[str, ...]:
@@ -210,7 +195,7 @@ def _record_for(target: Target, home: Path, data: dict[str, Any]) -> tuple[Path,
 
 def check(target: Target) -> None:
     """InstallError when install would refuse the target: run before anything else is installed."""
-    _, data = _read(target.path)
+    _, data = _read_settings(target.path)
     servers, _ = _servers(data, target, create=False)
     present = (servers or {}).get(SERVER)
     if present is not None and not is_cems_entry(present):
@@ -233,7 +218,7 @@ def install(target: Target, home: Path, portable: bool, python: str | None = Non
     """Add (or update) the `cems` server; InstallError, with nothing changed, on an unusable file or a
     `cems` server that is someone else's."""
     home = absolute(home)
-    original, data = _read(target.path)
+    original, data = _read_settings(target.path)
     entry = server_entry(portable, home, python)
     result: dict[str, Any] = {
         "file": str(target.path),
@@ -310,7 +295,7 @@ def uninstall(target: Target, home: Path) -> dict[str, Any]:
         "restored": False,
         "changed": False,
     }
-    current, data = _read(target.path)
+    current, data = _read_settings(target.path)
     record_home, record = _record_for(target, home, data)
     if current is not None and record and _sha(current) == record.get("written_sha256"):
         backup = Path(record["backup"]) if record.get("backup") else None
@@ -354,7 +339,7 @@ def installed_in(data: dict[str, Any], target: Target) -> dict[str, Any] | None:
 def installed(target: Target) -> dict[str, Any] | None:
     """The `cems` entry Claude Code would read there, if any (None on a missing or unreadable file)."""
     try:
-        _, data = _read(target.path)
+        _, data = _read_settings(target.path)
     except (InstallError, OSError):
         return None
     return installed_in(data, target)
