@@ -28,10 +28,13 @@ from cems_cli.results import SearchResult
 from cems_cli.store.records import MemoryRecord
 
 if TYPE_CHECKING:
-    from cems_cli.bulk import ImportReport
+    from cems_cli.bulk import ImportLine, ImportReport
     from cems_cli.maintain import MaintenanceReport
     from cems_cli.rules.model import Rule
     from cems_cli.service import MemoryService
+    from cems_cli.store.audit import AuditEntry
+    from cems_cli.store.records import NewMemory
+    from cems_cli.store.teams import TeamRow
 
 __all__ = [
     "MAINTENANCE_STEPS",
@@ -45,6 +48,11 @@ __all__ = [
     "UserError",
     "open",
     "reindex",
+    "Teams",
+    "init_server",
+    "grant_role",
+    "set_quota",
+    "list_quotas",
 ]
 
 
@@ -126,6 +134,7 @@ class Memory:
         self._service = service or MemoryService(settings)
         self.rules = Rules(self)
         self.config = Config(self)
+        self.teams = Teams(self)
 
     # Life -----------------------------------------------------------------------------------------------
     @property
@@ -233,14 +242,19 @@ class Memory:
         min_relative: float | None = None,
         min_similarity: float | None = None,
         mode: str | None = None,
+        timeout: float | None = None,
     ) -> list[SearchResult]:
         """What to put in front of an agent for this prompt: few memories, each clearly relevant, within a
         token budget (what is not given comes from the settings: CEMS_RECALL_*, `cems config set`). Recall
         is not an access (it does not raise a memory's priority) but it is use: `last_recalled` is stamped,
-        which context expiry reads."""
+        which context expiry reads. `timeout` (seconds): the answer is due by then; the LLM stages share
+        what is left and drop what cannot finish, so a hung endpoint cannot make the prompt wait."""
+        import time
+
+        deadline = time.monotonic() + timeout if timeout else None
         return self._service.recall(
             prompt, project=project, limit=limit, token_budget=token_budget, min_score=min_score,
-            min_relative=min_relative, min_similarity=min_similarity, mode=mode,
+            min_relative=min_relative, min_similarity=min_similarity, mode=mode, deadline=deadline,
         )
 
     def profile(self, project: str | None = None, token_budget: int | None = None) -> str:
@@ -334,6 +348,7 @@ class Memory:
         from cems_cli.bulk import import_memories, parse_jsonl
 
         memories = parse_jsonl(lines, self._service, default_team=default_team)
+        self._reserve_import(memories)
         return import_memories(self._service, memories, progress=progress)
 
     def import_records(
@@ -345,7 +360,51 @@ class Memory:
         from cems_cli.bulk import import_memories, parse_record
 
         memories = [parse_record(record, self._service) for record in records]
+        self._reserve_import(memories)
         return import_memories(self._service, memories, progress=progress)
+
+    def _reserve_import(self, memories: Sequence[NewMemory | ImportLine]) -> None:
+        """On a shared server, refuse an import that would pass the user's memory quota before anything is
+        embedded: the texts not stored yet (the import's own dedup, in one query) must fit."""
+        service = self._service
+        if not service.restricted or not memories:
+            return
+        from cems_cli.bulk import ImportLine
+        from cems_cli.store.bulk import existing_ids
+        from cems_cli.text.normalize import content_hash
+
+        keys = set()
+        for item in memories:
+            memory, team = (item.memory, item.team) if isinstance(item, ImportLine) else (item, None)
+            team = (team or service.settings.team or "") if memory.scope == "shared" else ""
+            keys.add((memory.scope, team, content_hash(memory.content, memory.context)))
+        known = existing_ids(service.conn, service.settings.user, sorted({key[2] for key in keys}))
+        service.reserve(len(keys - set(known)))
+
+    # Teams and audit (a shared server) ------------------------------------------------------------------
+    def audit(self, *, team: str | None = None, since: datetime | str | None = None,
+              limit: int = 200) -> list[AuditEntry]:
+        """The audit trail you may read, newest first: who wrote, changed, shared, forgot or searched shared
+        memories and rules (your own actions, your teams', everything for an administrator). `since` is a
+        time or a duration back from now (`30m`, `12h`, `1d`, `2w`)."""
+        from datetime import UTC
+
+        from cems_cli.store.audit import entries
+        from cems_cli.teams import parse_since
+
+        if limit < 1:
+            raise UserError("--limit must be at least 1")
+        start = parse_since(since, datetime.now(UTC)) if isinstance(since, str) else since
+        return entries(self._service.conn, team=team, since=start, limit=limit)
+
+    def whoami(self) -> dict[str, Any]:
+        """Who the store takes you for: on a shared server the database decides (your role, its mapping, your
+        teams); on the embedded store, CEMS_USER."""
+        service = self._service
+        session = service.session
+        settings = self.settings
+        found = {"user": settings.user, "team": settings.team, "restricted": service.restricted}
+        return {**found, **({"database": session.to_json()} if session is not None else {})}
 
     def export_jsonl(self) -> Iterator[str]:
         """Every memory of yours as one JSON line each, as `import_jsonl` reads them back."""
@@ -373,6 +432,12 @@ def reindex(settings: Settings, *, progress: Callable[[int, int], None] | None =
 
     conn = connect(settings, check_dimension=False)
     try:
+        if settings.database_url:
+            from cems_cli.store.teams import session
+
+            # Under row-level security it would re-embed only your rows, then record the new model for all.
+            if session(conn).restricted:
+                raise UserError("reindex re-embeds every user's memories: the database administrator runs it")
         embedder = get_embedder(settings)
         model = settings.resolved_embedding_model
         return Reindexed(run_reindex(conn, embedder, model, progress=progress), model, embedder.dim)
@@ -438,6 +503,7 @@ class Config:
             return "user", settings.user
         if not settings.team:
             raise UserError("team settings need a team: set CEMS_TEAM or pass --team")
+        self._memory._service.require_team(settings.team, admin=True, doing="change its settings")
         return "team", settings.team
 
     def _value(self, key: str) -> SettingValue:
@@ -493,3 +559,88 @@ class Rules:
 
         current = normalize_project(project) if project else self._memory.current_project(cwd)
         return decide(self.list(), tool, tool_input, current.lower(), cwd=cwd)
+
+
+class Teams:
+    """Teams on a shared server (`cems team …`): who shares memories and rules with whom. Teams and members
+    are rows the database guards: administrators (cems_admin) create teams, a team's admins manage its
+    members; everyone sees the teams they belong to."""
+
+    def __init__(self, memory: Memory) -> None:
+        self._memory = memory
+
+    def create(self, name: str) -> str:
+        from cems_cli.store import teams as store
+        from cems_cli.teams import database_refusals
+
+        with database_refusals():
+            store.create_team(self._memory._service.conn, name)
+        return name
+
+    def add(self, team: str, member: str, *, admin: bool = False) -> str:
+        """Add a database role (or a CEMS user) to a team, as an admin with `admin`; returns the CEMS user."""
+        from cems_cli.store import teams as store
+        from cems_cli.teams import database_refusals
+
+        with database_refusals():
+            return store.add_member(self._memory._service.conn, team, member, admin)
+
+    def remove(self, team: str, member: str) -> str:
+        from cems_cli.store import teams as store
+        from cems_cli.teams import database_refusals
+
+        with database_refusals():
+            return store.remove_member(self._memory._service.conn, team, member)
+
+    def list(self) -> list[TeamRow]:
+        from cems_cli.store import teams as store
+
+        return store.list_teams(self._memory._service.conn)
+
+    def show(self, name: str) -> dict[str, Any]:
+        """A team you can see: its members, its live shared memories by category, its shared rules."""
+        from cems_cli.store import teams as store
+
+        conn = self._memory._service.conn
+        team = store.get_team(conn, name)
+        if team is None:
+            raise UserError(f"no team {name!r} (or you are not a member)")
+        counts = store.shared_counts(conn, name)
+        return {**team.to_json(), "members": [m.to_json() for m in store.members(conn, name)],
+                "shared_memories": sum(counts.values()), "shared_by_category": counts,
+                "shared_rules": store.shared_rules(conn, name)}
+
+
+def refusal(error: BaseException) -> str | None:
+    """The one-line reason a team server refused a write (row-level security, a quota), else None."""
+    from cems_cli.teams import refusal as reason
+
+    return reason(error)
+
+
+def init_server(settings: Settings) -> dict[str, Any]:
+    """`cems admin init`: a database ready to serve a team (see cems_cli/teams.py)."""
+    from cems_cli.teams import init_database
+
+    return init_database(settings)
+
+
+def grant_role(settings: Settings, role: str, *, user: str | None = None, create: bool = False,
+               password: str | None = None, admin: bool = False) -> dict[str, Any]:
+    """`cems admin grant`: make a database role a member of this team server."""
+    from cems_cli.teams import grant
+
+    return grant(settings, role, user=user, create=create, password=password, admin=admin)
+
+
+def set_quota(settings: Settings, user: str, *, max_memories: int | None,
+              searches_per_minute: int | None) -> list[dict[str, Any]]:
+    from cems_cli.teams import set_quota as store_quota
+
+    return store_quota(settings, user, max_memories=max_memories, searches_per_minute=searches_per_minute)
+
+
+def list_quotas(settings: Settings) -> list[dict[str, Any]]:
+    from cems_cli.teams import list_quotas as stored
+
+    return stored(settings)

@@ -7,6 +7,10 @@ import typer
 from cems_cli.cli.common import JsonOption, console, emit_json, fail
 
 db_app = typer.Typer(help="The embedded PostgreSQL server.", no_args_is_help=True)
+admin_app = typer.Typer(
+    help="A team server (CEMS_DATABASE_URL as its administrator): schema, members' roles, quotas.",
+    no_args_is_help=True,
+)
 
 
 def _server_state() -> dict:
@@ -152,6 +156,91 @@ def reindex(as_json: bool = JsonOption) -> None:
         console.print(f"Re-embedded {report.chunks} chunks with {report.model} ({report.dim} dims)")
 
 
+@admin_app.command("init")
+def admin_init(as_json: bool = JsonOption) -> None:
+    """Prepare the database of CEMS_DATABASE_URL: the vector extension, every migration, the group roles
+    cems_app (no superuser, no BYPASSRLS) and cems_admin with their grants, the row-level security
+    policies."""
+    from cems_cli.api import init_server
+    from cems_cli.config import get_settings
+
+    report = init_server(get_settings())
+    if as_json:
+        emit_json(report)
+        return
+    console.print(
+        f"database {report['database']} ready: schema version {report['schema_version']}, pgvector "
+        f"{report['vector']}, application role {report['app_role']}, administrators {report['admin_role']}",
+        markup=False,
+    )
+    for note in report["notes"]:
+        console.print(f"note: {note}", markup=False)
+
+
+@admin_app.command("grant")
+def admin_grant(
+    role: str = typer.Argument(..., help="The member's login role."),
+    user: str = typer.Option(None, "--user", help="The CEMS user the role acts as (default: its name)."),
+    create: bool = typer.Option(False, "--create", help="Create the role (LOGIN, no superuser) if missing."),
+    password_stdin: bool = typer.Option(False, "--password-stdin",
+                                        help="Set the role's password from the first line of stdin (hashed "
+                                        "with SCRAM-SHA-256 here: the server never sees it in clear)."),
+    admin: bool = typer.Option(False, "--admin", help="Also a CEMS administrator (cems_admin)."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Let a database role use CEMS on this server: member of cems_app, optionally mapped to a CEMS user."""
+    import sys
+
+    from cems_cli.api import grant_role
+    from cems_cli.config import get_settings
+
+    password = sys.stdin.readline().rstrip("\r\n") if password_stdin else None
+    report = grant_role(get_settings(), role, user=user, create=create, password=password, admin=admin)
+    if as_json:
+        emit_json(report)
+        return
+    verb = "created and granted" if report["created"] else "granted"
+    console.print(f"{verb} {report['role']} (CEMS user {report['user']})"
+                  + (", with a new password" if report["password_set"] else "")
+                  + (", administrator" if report["admin"] else ""), markup=False)
+    if not report["can_login"]:
+        console.print(f"note: {report['role']} cannot log in (ALTER ROLE … LOGIN)", markup=False)
+
+
+@admin_app.command("quota")
+def admin_quota(
+    user: str = typer.Argument(None, help="A user or role; '*' is everyone's default. Omitted: list quotas."),
+    memories: int = typer.Option(None, "--memories", help="Most live memories the user may store."),
+    searches: int = typer.Option(None, "--searches-per-minute", help="Most searches a minute."),
+    clear: bool = typer.Option(False, "--clear", help="Remove the user's quota."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Per-user limits on a shared server, checked before any embedding (administrators set them)."""
+    from cems_cli.api import list_quotas, set_quota
+    from cems_cli.cli.common import check_range
+    from cems_cli.config import get_settings
+
+    check_range("--memories", memories, 0, 2**31 - 1)
+    check_range("--searches-per-minute", searches, 0, 2**31 - 1)
+    settings = get_settings()
+    if user is None:
+        if memories is not None or searches is not None or clear:
+            fail("name the user (or '*') whose quota to set")
+        found = list_quotas(settings)
+    else:
+        if clear and (memories is not None or searches is not None):
+            fail("--clear removes the quota: give no limit with it")
+        if not clear and memories is None and searches is None:
+            fail("give --memories and/or --searches-per-minute (or --clear)")
+        found = set_quota(settings, user, max_memories=memories, searches_per_minute=searches)
+    if as_json:
+        emit_json({"quotas": found})
+        return
+    for quota in found:
+        console.print(f"{quota['user']}: memories {quota['max_memories'] or 'unlimited'}, searches a minute "
+                      f"{quota['searches_per_minute'] or 'unlimited'}", markup=False)
+
+
 def _size(n: int) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
@@ -164,6 +253,7 @@ def register(app: typer.Typer) -> None:
     app.command()(status)
     app.command()(reindex)
     app.add_typer(db_app, name="db")
+    app.add_typer(admin_app, name="admin")
     from cems_cli.cli import demo
 
     app.command()(demo.demo)

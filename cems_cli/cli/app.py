@@ -8,6 +8,7 @@ import typer
 
 from cems_cli.cli import (
     admin,
+    audit,
     evaluation,
     hooks,
     maintain,
@@ -17,6 +18,7 @@ from cems_cli.cli import (
     plugin,
     rules,
     settings,
+    team,
     transfer,
 )
 from cems_cli.cli.common import use_tidy_help
@@ -52,7 +54,8 @@ def _root(
     """CEMS: long-term memory and guard rails for AI coding agents."""
 
 
-for group in (memory, rules, settings, transfer, admin, maintain, hooks, mcp, plugin, observer, evaluation):
+for group in (memory, rules, settings, transfer, admin, team, audit, maintain, hooks, mcp, plugin, observer,
+              evaluation):
     group.register(app)
 use_tidy_help(app)
 
@@ -82,7 +85,7 @@ def _run(argv: list[str] | None) -> None:
         err_console.print("interrupted")
         sys.exit(130)
     except Exception as error:  # noqa: BLE001 - every failure must end as one line, not a traceback
-        described = describe_error(error)
+        described = describe_error(error) or _refused(error)
         if described is None:
             import os
 
@@ -98,6 +101,19 @@ def _run(argv: list[str] | None) -> None:
         message, code = described
         err_console.print(f"error: {error_line(message)}", markup=False, soft_wrap=True)
         sys.exit(code)
+
+
+def _refused(error: BaseException) -> tuple[str, int] | None:
+    """A write the team server's policies refused (row-level security, a quota) that no earlier check
+    caught: the user's to fix, so one line and exit code 2, not an internal error."""
+    import psycopg
+
+    if not isinstance(error, psycopg.Error):
+        return None
+    from cems_cli.api import refusal
+
+    reason = refusal(error)
+    return (reason, 2) if reason else None
 
 
 if __name__ == "__main__":

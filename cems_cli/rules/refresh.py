@@ -49,6 +49,13 @@ def refresh_snapshot() -> int:
     settings = get_settings()
     conn = connect(settings, check_dimension=False)
     try:
-        return len(write_rules_snapshot(conn, Identity(settings.user, settings.team), settings.home))
+        identity = Identity(settings.user, settings.team)
+        if settings.database_url:
+            from cems_cli.store.teams import session
+
+            found = session(conn)
+            if found.restricted:  # a team server: the database says who this is (CEMS_USER is not asked)
+                identity = Identity(found.user, settings.team if settings.team in found.teams else None)
+        return len(write_rules_snapshot(conn, identity, settings.home))
     finally:
         conn.close()

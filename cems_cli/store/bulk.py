@@ -108,10 +108,15 @@ def write_documents(
     and recreated from their own definitions after it (several times faster for a large first load; it
     holds an exclusive lock on memory_chunks until commit, so searches wait for the import to finish).
     """
-    now = conn.execute("SELECT now()").fetchone()[0]
-    dropped = _drop_search_indexes(conn) if rebuild_indexes else []
+    now, restricted = conn.execute("SELECT now(), row_security_active('memory_documents')").fetchone()
+    # An application role on a shared server owns no index to drop, and PostgreSQL refuses COPY FROM into a
+    # table under row-level security: its rows go through a temporary table and one INSERT … SELECT, which
+    # the policies check like any insert.
+    dropped = _drop_search_indexes(conn) if rebuild_indexes and not restricted else []
+    if restricted:
+        _create_staging(conn)
     with conn.cursor() as cur:
-        with cur.copy(_copy_sql("memory_documents", _DOCUMENT_COPY)) as copy:
+        with cur.copy(_copy_sql("memory_documents", _DOCUMENT_COPY, staged=restricted)) as copy:
             copy.set_types([t for _, t in _DOCUMENT_COPY])
             for doc in documents:
                 m = doc.memory
@@ -138,7 +143,9 @@ def write_documents(
                         m.context,
                     )
                 )
-        with cur.copy(_copy_sql("memory_chunks", _CHUNK_COPY)) as copy:
+        if restricted:
+            _insert_staged(cur, "memory_documents", _DOCUMENT_COPY)
+        with cur.copy(_copy_sql("memory_chunks", _CHUNK_COPY, staged=restricted)) as copy:
             copy.set_types([t for _, t in _CHUNK_COPY])
             for chunk in chunks:
                 copy.write_row(
@@ -150,6 +157,8 @@ def write_documents(
                         chunk.context,
                     )
                 )
+        if restricted:
+            _insert_staged(cur, "memory_chunks", _CHUNK_COPY)
     if dropped:
         for statement in _BUILD_SETTINGS:
             conn.execute(statement)
@@ -163,8 +172,28 @@ def analyze(conn: psycopg.Connection) -> None:
     conn.execute("ANALYZE memory_documents, memory_chunks")
 
 
-def _copy_sql(table: str, columns: Sequence[tuple[str, str]]) -> str:
-    return f"COPY {table} ({', '.join(c for c, _ in columns)}) FROM STDIN (FORMAT BINARY)"
+def _copy_sql(table: str, columns: Sequence[tuple[str, str]], *, staged: bool = False) -> str:
+    names = ", ".join(c for c, _ in columns)
+    return f"COPY {_staging(table) if staged else table} ({names}) FROM STDIN (FORMAT BINARY)"
+
+
+def _staging(table: str) -> str:
+    return f"pg_temp.cems_staged_{table}"
+
+
+def _insert_staged(cur: psycopg.Cursor, table: str, columns: Sequence[tuple[str, str]]) -> None:
+    names = ", ".join(c for c, _ in columns)
+    cur.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {_staging(table)}")  # type: ignore[arg-type]
+
+
+def _create_staging(conn: psycopg.Connection) -> None:
+    """Temporary tables with the COPY columns of both tables, dropped at commit (or rollback)."""
+    for table, columns in (("memory_documents", _DOCUMENT_COPY), ("memory_chunks", _CHUNK_COPY)):
+        names = ", ".join(c for c, _ in columns)
+        conn.execute(  # type: ignore[arg-type]  # names from the constants above
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS cems_staged_{table} ON COMMIT DROP AS "
+            f"SELECT {names} FROM {table} WITH NO DATA"
+        )
 
 
 def _drop_search_indexes(conn: psycopg.Connection) -> list[str]:

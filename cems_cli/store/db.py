@@ -78,7 +78,14 @@ def connect(
         if location.embedded is False:
             # A shared server may be busy; never let one statement hang a hook or command forever.
             conn.execute("SET statement_timeout = '60s'")
-        migrations.migrate(conn, settings.resolved_embedding_dim, settings.resolved_embedding_model)
+        try:
+            migrations.migrate(conn, settings.resolved_embedding_dim, settings.resolved_embedding_model)
+        except psycopg.errors.InsufficientPrivilege:
+            # An application role on a shared server owns nothing: the schema is the administrator's.
+            raise StoreError(
+                f"the CEMS schema on {location.description} needs migrations this role may not apply: "
+                "an administrator runs `cems admin init`"
+            ) from None
         if check_dimension:
             check_embedding_meta(conn, settings)
         _register_vector(conn)

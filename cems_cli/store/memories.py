@@ -18,6 +18,9 @@ class Identity:
 
     user: str
     team: str | None
+    # Row-level security applies to the connection (an application role on a team server): the policies
+    # filter every table too, which the planner cannot see is the same filter (see store/search.py).
+    restricted: bool = False
 
 
 def visibility_clause(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -72,13 +73,72 @@ def vector_hits(
 ) -> list[ChunkHit]:
     where, params = _where(filters)
     params.update(q=query_vector, limit=limit)
-    rows = conn.execute(
+    sql = (
         "SELECT c.id, c.document_id, c.chunk_index, 1 - (c.embedding <=> %(q)s) AS sim "
         "FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
-        f"WHERE {where} ORDER BY c.embedding <=> %(q)s LIMIT %(limit)s",
-        params,
-    ).fetchall()
+        f"WHERE {where} ORDER BY c.embedding <=> %(q)s LIMIT %(limit)s"
+    )
+    rows = None
+    if filters.identity.restricted and _steer_to_hnsw(conn, filters):
+        rows = _hnsw_rows(conn, sql, params)
+        if len(rows) < limit:  # the filters were narrower than they looked: let the planner choose
+            rows = None
+    if rows is None:
+        rows = conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
     return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3])) for r in rows]
+
+
+# Row-level security and the HNSW index. Under the policies every table carries its own visibility filter
+# besides the query's, and the planner, not knowing they select the same rows, multiplies their
+# selectivities: at 100k memories it expected 1.7k visible documents of a user's 19k, so sorting the exact
+# distances of "a few" looked cheaper than the index, and took 100 ms instead of 6 (bench/rls_latency.py).
+# When enough chunks are visible for the iterative HNSW scan to fill the LIMIT well within its budget
+# (hnsw.max_scan_tuples, 20k), a restricted session takes the index plan; below that the exact sort over the
+# few visible rows is the fast and complete one, and the planner keeps choosing. The test is a bounded count,
+# kept a minute per connection. Sessions the policies do not apply to (the embedded store) are not asked.
+HNSW_STEER_MIN_CHUNKS = 5_000  # below this many chunks in all, the exact sort takes a few ms anyway
+HNSW_STEER_MIN_VISIBLE = 1_000  # the exact sort of ~2k visible chunks took 5.5 ms, the index 3 (10k memories)
+HNSW_STEER_MIN_SHARE = 0.01  # 4x what 50 results need from a 20k-tuple iterative scan
+_STEER_SECONDS = 60.0
+_STEER: weakref.WeakKeyDictionary[psycopg.Connection, tuple[float, bool]] = weakref.WeakKeyDictionary()
+
+
+def _steer_to_hnsw(conn: psycopg.Connection, filters: SearchFilters) -> bool:
+    if filters.project or filters.category:
+        return False  # narrower than the visible set: the planner's estimate of them is the better guide
+    now = time.monotonic()
+    cached = _STEER.get(conn)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'memory_chunks'::regclass").fetchone()
+    total = max(float(row[0]) if row else 0.0, 0.0)
+    steer = False
+    if total >= HNSW_STEER_MIN_CHUNKS:
+        need = max(HNSW_STEER_MIN_VISIBLE, int(total * HNSW_STEER_MIN_SHARE))
+        found = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM memory_chunks LIMIT %s) visible", (need,)
+        ).fetchone()
+        steer = bool(found and found[0] >= need)
+    _STEER[conn] = (now + _STEER_SECONDS, steer)
+    return steer
+
+
+def _hnsw_rows(conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> list[Any]:
+    """`sql` with sorting disabled, so the ordered HNSW scan is the plan: SET, query and RESET go in one
+    round trip (a pipeline). The query has its own statement text: psycopg prepares repeated statements,
+    and a plan cached with sorting off must not serve the other path."""
+    try:
+        with conn.pipeline():
+            conn.execute("SET enable_sort = off")
+            cursor = conn.execute("/* hnsw */ " + sql, params)  # type: ignore[arg-type]
+            conn.execute("RESET enable_sort")
+        return cursor.fetchall()
+    except psycopg.Error:
+        # The pipeline stopped at the failed query, before the RESET. In a transaction, its rollback undoes
+        # the SET; otherwise the SET was committed on its own and is undone here.
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+            conn.execute("RESET enable_sort")
+        raise
 
 
 # BM25 parameters (the usual defaults). Term frequency is taken as 1: memories are short and a word

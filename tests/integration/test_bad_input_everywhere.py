@@ -136,6 +136,10 @@ HUGE = "99999999999999999999"  # beyond int64: PostgreSQL's bigint refused it as
         (["serve", "--idle-timeout", "nan"], "--idle-timeout must be a number from 1 to 604,800"),
         (["serve", "--idle-timeout", "1e400"], "--idle-timeout must be at most 604,800"),
         (["serve", "--idle-timeout", "0"], "--idle-timeout must be at least 1"),
+        (["audit", "--limit", HUGE], "--limit must be at most 100,000"),
+        (["audit", "--limit", "0"], "--limit must be at least 1"),
+        (["admin", "quota", "someone", "--memories", HUGE], "--memories must be at most 2,147,483,647"),
+        (["admin", "quota", "x", "--searches-per-minute", "-1"], "--searches-per-minute must be at least 0"),
     ],
 )
 def test_numbers_out_of_range_are_one_line_errors(cli, args, message):
@@ -182,7 +186,8 @@ def test_every_numeric_option_is_one_the_bounds_above_cover():
             walk(sub.typer_instance, f"{prefix} {sub.name}".strip())
 
     walk(app, "")
-    assert found == {("search", "limit"), ("list", "limit"), ("serve", "idle"), ("eval", "limit_questions")}
+    assert found == {("search", "limit"), ("list", "limit"), ("serve", "idle"), ("eval", "limit_questions"),
+                     ("audit", "limit"), ("admin quota", "memories"), ("admin quota", "searches")}
 
 
 # 3. NUL characters and lone surrogates in imported fields ------------------------------------------------

@@ -1,0 +1,228 @@
+"""Teams on a shared PostgreSQL: the administrator's operations (init, grant, quotas) and the translation of
+the database's refusals into one-line errors. The rules themselves live in the database
+(sql/009_teams_rls.sql: row-level security, SECURITY DEFINER functions): this module only asks and explains.
+
+Roles on a team server
+- `cems_app` (NOLOGIN): the group role of every person's login role; no superuser, no BYPASSRLS, so every
+  policy applies. `cems admin grant ROLE` makes a login role a member.
+- `cems_admin` (NOLOGIN): members create teams, manage any team's members, set quotas, read the whole audit.
+- The administrator who runs `cems admin init` (a superuser, ideally: only a superuser can mark the full-text
+  match leakproof, which keeps the GIN index usable under row-level security) owns the schema.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+
+from cems_cli.errors import UserError
+
+if TYPE_CHECKING:
+    from cems_cli.config import Settings
+
+APP_ROLE = "cems_app"
+ADMIN_ROLE = "cems_admin"
+# SQLSTATEs the migration's functions and policies raise for a refusal or bad input: their message is
+# already one line meant for the user.
+_REFUSALS = (
+    psycopg.errors.InsufficientPrivilege,  # 42501: a policy or a function's own check
+    psycopg.errors.UniqueViolation,  # 23505: the team exists
+    psycopg.errors.NoDataFound,  # P0002: no such team or member
+    psycopg.errors.InvalidParameterValue,  # 22023: a bad name
+    psycopg.errors.ConfigurationLimitExceeded,  # 53400: a quota
+    psycopg.errors.CheckViolation,  # 23514: e.g. a negative quota
+)
+
+
+def refusal(error: BaseException) -> str | None:
+    """The one-line reason the database refused, for errors that are the user's to fix (None otherwise)."""
+    if not isinstance(error, _REFUSALS):
+        return None
+    message = (error.diag.message_primary or str(error)).strip().splitlines()[0]
+    if message.startswith("new row violates row-level security policy"):
+        return "refused by the team server: this write is not yours to make (row-level security)"
+    if message.startswith("permission denied"):
+        return f"refused by the team server: {message}"
+    return message
+
+
+@contextlib.contextmanager
+def database_refusals() -> Iterator[None]:
+    """Turn the database's refusals into UserError (one line, exit code 2)."""
+    try:
+        yield
+    except psycopg.Error as error:
+        reason = refusal(error)
+        if reason is None:
+            raise
+        raise UserError(reason) from None
+
+
+_SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_since(text: str, now: datetime) -> datetime:
+    """`30m`, `12h`, `1d`, `2w` back from `now`, or an ISO 8601 timestamp (UTC when it names no zone)."""
+    match = _SINCE.match(text)
+    if match:
+        return now - timedelta(**{_UNITS[match.group(2)]: float(match.group(1))})
+    try:
+        parsed = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UserError(f"--since {text!r}: expected a duration (30m, 12h, 1d, 2w) or an ISO 8601 time"
+                        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=now.tzinfo)
+
+
+def _connect(settings: Settings) -> psycopg.Connection:
+    from cems_cli.store.db import connect
+
+    return connect(settings, check_dimension=False)
+
+
+def init_database(settings: Settings) -> dict[str, Any]:
+    """Bring a database to CEMS's schema (the vector extension, every migration, the roles cems_app and
+    cems_admin with their grants, the policies) and say what a team server needs that is still missing."""
+    conn = _connect(settings)  # applies pending migrations (sql/), creating the roles in 009
+    try:
+        with database_refusals():
+            row = conn.execute(
+                "SELECT current_user, r.rolsuper, r.rolbypassrls, current_database(), "
+                "  (SELECT extversion FROM pg_extension WHERE extname = 'vector'), "
+                "  (SELECT max(version) FROM schema_migrations), "
+                "  (SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = %s), "
+                "  pg_has_role(current_user, %s, 'MEMBER') "
+                "FROM pg_roles r WHERE r.rolname = current_user",
+                (APP_ROLE, ADMIN_ROLE),
+            ).fetchone()
+            assert row is not None
+            role, superuser, bypass, database, vector, version, app_privileged, admin_member = row
+            notes: list[str] = []
+            if app_privileged:
+                notes.append(f"{APP_ROLE} is a superuser or has BYPASSRLS: policies would not apply to it")
+            if not (superuser or bypass or admin_member):
+                # The schema's owner may administer teams; creating cems_admin gave it the right to join it.
+                try:
+                    with conn.transaction():
+                        conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(ADMIN_ROLE),
+                                                                       sql.Identifier(role)))
+                except psycopg.errors.InsufficientPrivilege:
+                    notes.append(f"{role} could not join {ADMIN_ROLE}: a superuser grants it")
+            leakproof = _leakproof_fts(conn)
+            if not leakproof and superuser:
+                conn.execute("ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF")
+                leakproof = _leakproof_fts(conn)
+            if not leakproof:
+                notes.append("full-text search scans the visible chunks under row-level security: a "
+                             "superuser runs `cems admin init` once to let it use the GIN index")
+    finally:
+        conn.close()
+    return {
+        "database": database,
+        "role": role,
+        "superuser": bool(superuser),
+        "bypassrls": bool(bypass),
+        "vector": vector,
+        "schema_version": version,
+        "app_role": APP_ROLE,
+        "admin_role": ADMIN_ROLE,
+        "fts_index_under_rls": leakproof,
+        "notes": notes,
+    }
+
+
+def _leakproof_fts(conn: psycopg.Connection) -> bool:
+    row = conn.execute(
+        "SELECT proleakproof FROM pg_proc "
+        "WHERE oid = 'pg_catalog.ts_match_vq(tsvector, tsquery)'::regprocedure"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+_ROLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.@-]{0,62}$")
+
+
+def check_role_name(role: str) -> str:
+    if not _ROLE_NAME.match(role):
+        raise UserError(f"{role!r} is not a role name CEMS manages (letters, digits, _ . @ -; at most 63)")
+    return role
+
+
+def grant(settings: Settings, role: str, *, user: str | None = None, create: bool = False,
+          password: str | None = None, admin: bool = False) -> dict[str, Any]:
+    """Make `role` a CEMS member of this server: member of cems_app (and cems_admin with `admin`), mapped to
+    the CEMS user `user` (else known by its own name). With `create`, a missing role is created (LOGIN, no
+    superuser, no BYPASSRLS). A password is hashed here (SCRAM-SHA-256, as libpq does for psql's
+    \\password), so the server, its logs and its statistics never see it in clear."""
+    check_role_name(role)
+    if user is not None and not user.strip():
+        raise UserError("--user must not be empty")
+    conn = _connect(settings)
+    try:
+        with database_refusals(), conn.transaction():
+            row = conn.execute(
+                "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s", (role,)
+            ).fetchone()
+            created = False
+            if row is None:
+                if not create:
+                    raise UserError(f"no database role {role!r}: --create creates it (LOGIN, no superuser)")
+                conn.execute(sql.SQL(
+                    "CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE INHERIT"
+                ).format(sql.Identifier(role)))
+                created, can_login = True, True
+            elif row[0] or row[1]:
+                raise UserError(f"{role!r} is a superuser or has BYPASSRLS: row-level security would not "
+                                "apply to it; grant an ordinary login role")
+            else:
+                can_login = bool(row[2])
+            if password is not None:
+                if not password:
+                    raise UserError("the password is empty")
+                verifier = conn.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256")
+                conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                    sql.Identifier(role), sql.Literal(verifier.decode())))
+            for group in (APP_ROLE, ADMIN_ROLE) if admin else (APP_ROLE,):
+                conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), sql.Identifier(role)))
+            if user is not None:
+                conn.execute(
+                    "INSERT INTO cems_role_map (role_name, user_id) VALUES (%s, %s) "
+                    "ON CONFLICT (role_name) DO UPDATE SET user_id = excluded.user_id",
+                    (role, user.strip()),
+                )
+            mapped = conn.execute("SELECT cems_user_of(%s)", (role,)).fetchone()
+    finally:
+        conn.close()
+    return {"role": role, "user": mapped[0] if mapped else role, "created": created, "can_login": can_login,
+            "password_set": password is not None, "admin": admin, "app_role": APP_ROLE}
+
+
+def set_quota(settings: Settings, user: str, *, max_memories: int | None,
+              searches_per_minute: int | None) -> list[dict[str, Any]]:
+    """Set (both None: remove) the quota of a user or role, '*' for everyone's default; returns all quotas."""
+    from cems_cli.store import teams as store
+
+    conn = _connect(settings)
+    try:
+        with database_refusals():
+            store.set_quota(conn, user, max_memories, searches_per_minute)
+            return store.quotas(conn)
+    finally:
+        conn.close()
+
+
+def list_quotas(settings: Settings) -> list[dict[str, Any]]:
+    from cems_cli.store import teams as store
+
+    conn = _connect(settings)
+    try:
+        return store.quotas(conn)
+    finally:
+        conn.close()
