@@ -183,6 +183,17 @@ class LLMClient:
         self._json_mode = True
         self._tokens_param = "max_tokens"  # widest support; newer OpenAI models want max_completion_tokens
         self._send_temperature = True
+        # A time.monotonic() moment no call may run past (a search answering a prompt hook): each call gets
+        # the smaller of its own timeout and what is left; with nothing left it is not made at all.
+        self.deadline: float | None = None
+
+    def until(self, deadline: float | None) -> LLMClient:
+        """This client (same SDK client and learned request shape), bounded by `deadline`."""
+        import copy
+
+        bounded = copy.copy(self)
+        bounded.deadline = deadline
+        return bounded
 
     @property
     def available(self) -> bool:
@@ -217,6 +228,11 @@ class LLMClient:
             note_degraded(stage, f"cannot build the OpenAI client: {exc!r}")
             return None
         deadline = time.monotonic() + self.timeout
+        if self.deadline is not None:
+            deadline = min(deadline, self.deadline)
+            if deadline - time.monotonic() <= 0.05:
+                note_degraded(stage, "skipped: the search's deadline leaves no time for it")
+                return None
         content: str | None = None
         for _attempt in range(_MAX_ATTEMPTS):
             remaining = deadline - time.monotonic()

@@ -38,6 +38,8 @@ def _setting(name: str, default: float) -> float:
     return value if value > 0 else default
 
 
+_ANSWER_MARGIN = 0.15  # seconds kept for the reply to travel back, be formatted and printed
+
 _RECALL_OVERRIDES = (
     ("limit", "CEMS_RECALL_LIMIT", int),
     ("token_budget", "CEMS_RECALL_TOKEN_BUDGET", int),
@@ -75,6 +77,10 @@ def handle(payload: dict) -> dict | None:
                 request[key] = int(value) if kind is int else value
     if os.environ.get("CEMS_SEARCH_MODE"):
         request["mode"] = os.environ["CEMS_SEARCH_MODE"]
+    # The search gets the rest of the budget, less what the answer's way back and this hook's output take:
+    # its LLM stages share it, so a slow endpoint cannot make the prompt wait past the budget.
+    remaining = budget - (time.monotonic() - started)
+    request["budget_ms"] = max(1, int((remaining - _ANSWER_MARGIN) * 1000))
     from cems_cli.server.client import call_or_start
 
     answer = call_or_start(cems_home(), request, budget - (time.monotonic() - started))

@@ -33,6 +33,7 @@ DEDUP_WINDOW_FACTOR = 3
 MIN_DEPTH = 50
 # BM25 scores saturate as |x| / (|x| + 1) (QMD's normalisation, where the 0.85 / 0.15 bar comes from).
 LEXICAL_SATURATION_SCALE = 1.0
+DEADLINE_RESERVE_SECONDS = 0.25
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,10 @@ class SearchRequest:
     # The moment the question is asked: time decay, time cues and "yesterday" count from it. None is the
     # current time; a fixed moment makes a search reproducible (`cems eval --as-of`).
     now: datetime | None = None
+    # A time.monotonic() moment the answer is due (the prompt hook's budget): the LLM stages share what is
+    # left before it, independent ones run at once, and a stage that cannot finish is dropped (its
+    # heuristic or the unexpanded query stands in). None: each stage has its own timeout only.
+    deadline: float | None = None
 
 
 @dataclass
@@ -114,6 +119,9 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
 
     # 1. Understanding and routing.
     llm = _llm_client(settings) if request.mode != "vector" else None
+    if llm is not None and request.deadline is not None:
+        # What the stages after the last LLM call need (fusion, filters, assembly): kept out of their share.
+        llm = llm.until(request.deadline - DEADLINE_RESERVE_SECONDS)
     analysis = _understand(llm, request.query)
     mode = analysis.route if request.mode == "auto" else request.mode
     trace.stages["understand"] = {
@@ -278,14 +286,22 @@ def _expansions(
     profile = _preference_profile(deps, filters) if kind == "preference" else []
     variants: list[QueryVariant] = []
     seen = {query.lower()}
-    texts = llm_stages.synthesize_queries(llm, query, kind=kind, profile=profile)
-    if analysis.complexity != "simple":
-        texts += llm_stages.decompose(llm, query)
+    # Three independent calls: asked at once, so they cost the slowest of them, not the sum (the prompt
+    # hook's 1.5 s could not hold three 2 s timeouts in a row).
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="cems-expand") as pool:
+        synthesized = pool.submit(llm_stages.synthesize_queries, llm, query, kind=kind, profile=profile)
+        decomposed = (
+            pool.submit(llm_stages.decompose, llm, query) if analysis.complexity != "simple" else None
+        )
+        hypothesised = pool.submit(llm_stages.hyde, llm, query, kind=kind, profile=profile)
+        texts = synthesized.result() + (decomposed.result() if decomposed is not None else [])
+        hypothetical = hypothesised.result()
     for i, text in enumerate(texts):
         if text.lower() not in seen:
             seen.add(text.lower())
             variants.append(QueryVariant(f"expansion{i + 1}", text, is_original=False))
-    hypothetical = llm_stages.hyde(llm, query, kind=kind, profile=profile)
     if hypothetical:
         # A hypothetical memory is prose: it helps the embedding match, not the keyword match.
         variants.append(QueryVariant("hyde", hypothetical, is_original=False, lexical=False))

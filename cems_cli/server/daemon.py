@@ -86,6 +86,7 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             min_relative=_number(request, "min_relative", float),
             min_similarity=_number(request, "min_similarity", float),
             mode=str(request["mode"]) if request.get("mode") else None,
+            timeout=(budget_ms / 1000) if (budget_ms := _number(request, "budget_ms", float)) else None,
         )
         return {"results": [r.to_json() for r in results]}
 
