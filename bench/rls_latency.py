@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 from _common import RESULTS, memory_texts, percentile, print_table, query_texts, throwaway_home, write_results
+from search_latency import CATEGORIES, synthetic_vectors  # the same store as the latency bench
 
 BASE = 2000
-NOISE = 1.0
 USERS = 10
 SHARE_EVERY = 10
 TEAM = "red"
@@ -42,20 +42,6 @@ WARMUP = 5
 PROBES = 10  # queries whose results are compared on vs off
 DEPTH = 50  # candidates a list fetches in hybrid search (pipeline.MIN_DEPTH)
 TARGET_RATIO = 1.10
-CATEGORIES = ["decisions", "preferences", "patterns", "learnings", "context", "general"]
-
-
-def synthetic_vectors(base: np.ndarray, count: int, seed: int = 3) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    vectors = np.empty((count, base.shape[1]), dtype=np.float32)
-    vectors[: len(base)] = base
-    for start in range(len(base), count, 10_000):
-        stop = min(start + 10_000, count)
-        noise = rng.normal(size=(stop - start, base.shape[1])).astype(np.float32)
-        noise *= NOISE / np.linalg.norm(noise, axis=1, keepdims=True)
-        block = base[np.arange(start, stop) % len(base)] + noise
-        vectors[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
-    return vectors
 
 
 def load(conn: Any, texts: list[str], vectors: np.ndarray, start: int, stop: int, project: str) -> float:
