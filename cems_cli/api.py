@@ -28,6 +28,9 @@ from cems_cli.results import SearchResult
 from cems_cli.store.records import MemoryRecord
 
 if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
     from cems_cli.bulk import ImportLine, ImportReport
     from cems_cli.maintain import MaintenanceReport
     from cems_cli.rules.model import Rule
@@ -141,10 +144,21 @@ class Memory:
     def settings(self) -> Settings:
         return self._service.settings
 
-    def for_identity(self, user: str | None, team: str | None = None, project: str | None = None) -> Memory:
-        """The same store, connection and model, acting for another user/team/project (the search server
-        answers every hook of a machine with one warm `Memory`)."""
-        return Memory(self.settings, service=self._service.for_identity(user, team, project))
+    def for_identity(
+        self, user: str | None, team: str | None = None, project: str | None = None, *,
+        connection: psycopg.Connection | None = None,
+    ) -> Memory:
+        """The same store and model, acting for another user/team/project (the search server answers every
+        hook of a machine with one warm `Memory`), on this one's connection or on `connection` (one of
+        `connection_pool()`'s, so requests run side by side)."""
+        return Memory(self.settings, service=self._service.for_identity(user, team, project, connection))
+
+    def connection_pool(self, max_size: int = 4) -> ConnectionPool:
+        """A pool of connections to this store, configured like its own (call `warm_up` first: it applies
+        migrations). For a process that serves many clients; close it when done."""
+        from cems_cli.store.db import connection_pool
+
+        return connection_pool(self.settings, max_size=max_size, name="cems")
 
     def warm_up(self) -> None:
         """Connect and load the embedding model now, not on the first call: a server does this before it

@@ -175,12 +175,15 @@ class MemoryService:
             )
         return self._query_embedder
 
-    def for_identity(self, user: str | None, team: str | None, project: str | None) -> MemoryService:
-        """A service for another user/team/project that shares this one's connection and model."""
+    def for_identity(
+        self, user: str | None, team: str | None, project: str | None, conn: psycopg.Connection | None = None
+    ) -> MemoryService:
+        """A service for another user/team/project that shares this one's connection (or uses `conn`, one
+        of a pool's) and model."""
         update: dict[str, Any] = {"user": user or self.settings.user, "team": team, "project": project}
         sibling = MemoryService(self._base_settings.model_copy(update=update))
         sibling._conn, sibling._embedder, sibling._query_embedder, sibling._session = (
-            self._conn,
+            conn or self._conn,
             self._embedder,
             self._query_embedder,
             self._session,  # the same connection is the same database identity: bound to it, not to `user`

@@ -29,6 +29,7 @@ class CachedQueryEmbedder:
         self.dim = inner.dim
         self._lru: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
+        self._model_lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         if path is not None:
             with contextlib.suppress(sqlite3.Error, OSError):
@@ -55,7 +56,10 @@ class CachedQueryEmbedder:
             else:
                 out[i] = vector
         if missing:
-            fresh = self.inner.embed([texts[i] for i in missing])
+            # One query at a time through the model: the search server answers hooks side by side, and a
+            # Hugging Face tokenizer used from two threads at once can fail ("Already borrowed").
+            with self._model_lock:
+                fresh = self.inner.embed([texts[i] for i in missing])
             for row, i in enumerate(missing):
                 out[i] = fresh[row]
                 self._put(self._key(texts[i]), fresh[row])

@@ -30,14 +30,18 @@ from cems_cli.server.client import peer_uid, socket_dir, socket_path
 _log = logging.getLogger("cems.server")
 DEFAULT_IDLE_SECONDS = 1800.0
 MAX_REQUEST_BYTES = 1 << 20
+POOL_SIZE = 4  # hooks answered side by side; also the most connections one machine opens to a server
 
 
 class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
-    def __init__(self, path: str, service) -> None:
+    def __init__(self, path: str, service, pool=None) -> None:
         self.service = service
-        self.lock = threading.Lock()  # one psycopg connection: requests take turns on it
+        # Requests run side by side, each on a connection of the pool (at most POOL_SIZE to a shared
+        # server); without a pool they take turns on the service's one connection.
+        self.pool = pool
+        self.lock = threading.Lock()
         self.last_request = time.monotonic()
         super().__init__(path, _Handler)
 
@@ -59,6 +63,10 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             return {"ok": True, "pid": os.getpid()}
         if op not in ("search", "profile"):
             return {"error": f"unknown op {op!r}"}
+        if self.pool is not None:
+            # A broken connection is found by the pool's check and replaced; the request is not retried.
+            with self.pool.connection(timeout=5.0) as conn:
+                return self._run(op, request, conn)
         with self.lock:
             try:
                 return self._run(op, request)
@@ -70,10 +78,12 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                 self.service.close()
                 return self._run(op, request)
 
-    def _run(self, op: str, request: dict[str, Any]) -> dict[str, Any]:
-        # One warm `Memory` (connection, model) answers every hook of this user's machine, for whichever
+    def _run(self, op: str, request: dict[str, Any], conn: Any = None) -> dict[str, Any]:
+        # One warm `Memory` (model, query cache) answers every hook of this user's machine, for whichever
         # user/team/project the hook names; what a request leaves out comes from the live settings.
-        memory = self.service.for_identity(request.get("user"), request.get("team"), request.get("project"))
+        memory = self.service.for_identity(
+            request.get("user"), request.get("team"), request.get("project"), connection=conn
+        )
         if op == "profile":
             budget = request.get("token_budget")
             return {"text": memory.profile(request.get("project"), int(budget) if budget else None)}
@@ -177,10 +187,11 @@ def serve(idle_seconds: float | None = None) -> int:
     service = Memory(settings)
     # Warm everything a request needs before accepting one: connection, model, tokenizer tables.
     service.warm_up()
+    pool = service.connection_pool(POOL_SIZE)
     path = socket_path(str(home))
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)  # a stale socket from a killed server; we hold the lock, so it is not live
-    server = SearchServer(path, service)
+    server = SearchServer(path, service, pool)
     os.chmod(path, 0o600)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -199,6 +210,7 @@ def serve(idle_seconds: float | None = None) -> int:
         if _recorded(run / "server.pid")[0] == os.getpid():
             with contextlib.suppress(FileNotFoundError):
                 (run / "server.pid").unlink()
+        pool.close()
         service.close()
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import psycopg
 
@@ -11,6 +12,9 @@ from cems_cli.config import Settings
 from cems_cli.paths import pgdata_path
 from cems_cli.store import migrations
 from cems_cli.store.server import ServerError, data_dir, ensure_server, password_file
+
+if TYPE_CHECKING:
+    from psycopg_pool import ConnectionPool
 
 _log = logging.getLogger("cems.db")
 
@@ -96,6 +100,32 @@ def connect(
         conn.close()
         raise
     return conn
+
+
+def connection_pool(settings: Settings, *, max_size: int, name: str) -> ConnectionPool:
+    """A pool of connections configured like `connect`'s, for a long-lived process that answers many
+    clients (the warm search server): at most `max_size` connections to a shared server per machine,
+    requests served side by side, a broken connection replaced rather than failing every later request.
+    Migrations and the dimension check are `connect`'s: open one connection with it first."""
+    from psycopg_pool import ConnectionPool
+
+    location = locate(settings)
+
+    def configure(conn: psycopg.Connection) -> None:
+        if location.embedded is False:
+            conn.execute("SET statement_timeout = '60s'")
+        _register_vector(conn)
+
+    return ConnectionPool(
+        location.conninfo,
+        min_size=1,
+        max_size=max_size,
+        kwargs={"autocommit": True, "connect_timeout": 10},
+        configure=configure,
+        check=ConnectionPool.check_connection,
+        name=name,
+        open=True,
+    )
 
 
 def _register_vector(conn: psycopg.Connection) -> None:

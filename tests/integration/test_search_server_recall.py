@@ -25,16 +25,20 @@ def svc(env):
 
 @pytest.fixture
 def server(svc):
+    from cems_cli.api import Memory
     from cems_cli.server.daemon import SearchServer
 
     # A short directory of its own: Unix socket paths are limited to about a hundred bytes.
     with tempfile.TemporaryDirectory(prefix="cems-") as run:
         path = str(Path(run) / "s.sock")
-        search_server = SearchServer(path, svc)
+        memory = Memory(svc.settings, service=svc)  # the server answers through the library
+        pool = memory.connection_pool(2)
+        search_server = SearchServer(path, memory, pool)
         try:
             yield search_server
         finally:
             search_server.server_close()
+            pool.close()
             with contextlib.suppress(FileNotFoundError):
                 Path(path).unlink()
 
