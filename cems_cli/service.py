@@ -529,7 +529,11 @@ class MemoryService:
         if not ids:
             return []
         with self.conn.transaction():
-            done = memories.forget_memories(self.conn, self.identity, ids, purge=purge)
+            # On a team server an admin of a team may forget its shared memories (the policies agree).
+            admin_teams = self.session.admin_teams if self.restricted and self.session else ()
+            done = memories.forget_memories(
+                self.conn, self.identity, ids, purge=purge, admin_teams=admin_teams
+            )
             refused = [memory_id for memory_id in ids if memory_id not in done]
             if refused:  # raising inside the transaction rolls back what the statement already changed
                 name = (labels or {}).get(refused[0], refused[0])

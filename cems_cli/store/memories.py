@@ -249,14 +249,18 @@ def _is_uuid(value: str) -> bool:
 
 
 def forget_memories(
-    conn: psycopg.Connection, identity: Identity, memory_ids: Sequence[str], *, purge: bool
+    conn: psycopg.Connection, identity: Identity, memory_ids: Sequence[str], *, purge: bool,
+    admin_teams: Sequence[str] = (),
 ) -> dict[str, str]:
     """Archive (soft delete) or, with `purge`, delete the owner's memories among `memory_ids`, in one
-    statement; returns id → category of those forgotten. Only the owner may forget a memory; an archived
-    one can still be purged. All-or-nothing is the caller's: run it in a transaction and roll back when an
-    id is missing from the result."""
+    statement; returns id → category of those forgotten. Only the owner may forget a memory, and on a team
+    server an admin of its team may forget a shared one (`admin_teams`; the row policies say the same); an
+    archived one can still be purged. All-or-nothing is the caller's: run it in a transaction and roll back
+    when an id is missing from the result."""
     if not memory_ids:
         return {}
+    mine = "(user_id = %(user)s OR (scope = 'shared' AND team_id = ANY(%(admin_teams)s::text[])))"
+    teams = list(admin_teams)
     if purge:
         # A purge leaves no copy of the text: also the archived memories that consolidation merged into
         # these (near duplicates, ≥ 0.92 alike), and the capture record a session's context memory was
@@ -264,11 +268,11 @@ def forget_memories(
         # (store/lifecycle.scrub), which the mark below asks for.
         cursor = conn.execute(
             "WITH RECURSIVE doomed(id) AS ("
-            "  SELECT id FROM memory_documents WHERE id = ANY(%(ids)s::uuid[]) AND user_id = %(user)s"
+            f"  SELECT id FROM memory_documents WHERE id = ANY(%(ids)s::uuid[]) AND {mine}"
             "  UNION SELECT d.id FROM memory_documents d JOIN doomed ON d.merged_into = doomed.id"
             "  WHERE d.user_id = %(user)s AND d.archived AND NOT d.pinned) "
             "DELETE FROM memory_documents WHERE id IN (SELECT id FROM doomed) RETURNING id, category",
-            {"ids": list(memory_ids), "user": identity.user},
+            {"ids": list(memory_ids), "user": identity.user, "admin_teams": teams},
         )
         done = {str(r[0]): r[1] for r in cursor.fetchall()}
         if done:
@@ -282,8 +286,8 @@ def forget_memories(
         return done
     cursor = conn.execute(
         "UPDATE memory_documents SET archived = true, updated_at = now() "
-        "WHERE id = ANY(%s::uuid[]) AND user_id = %s AND NOT archived RETURNING id, category",
-        (list(memory_ids), identity.user),
+        f"WHERE id = ANY(%(ids)s::uuid[]) AND {mine} AND NOT archived RETURNING id, category",
+        {"ids": list(memory_ids), "user": identity.user, "admin_teams": teams},
     )
     return {str(r[0]): r[1] for r in cursor.fetchall()}
 

@@ -432,3 +432,16 @@ def test_admin_init_reports_a_ready_server(world):
     assert "refused" in world.refused(world.alice, "admin", "grant", world.bob, "--admin")
     assert "is a superuser or has BYPASSRLS" in world.refused(None, "admin", "grant", "postgres")
     assert world.ok(None, "admin", "quota")["quotas"] is not None
+
+
+def test_a_team_admin_forgets_a_teammates_shared_memory_and_a_member_cannot(world):
+    bobs = world.ok(world.bob, "remember", "bob's shared note on the red deploy", "--scope", "shared",
+                    team=world.red)["id"]
+    alices = world.ok(world.alice, "remember", "alice's shared note on the red rota", "--scope", "shared",
+                      team=world.red)["id"]
+    assert "not yours to forget" in world.refused(world.bob, "forget", alices, team=world.red)  # a member
+    assert world.ok(world.alice, "forget", bobs[:8], team=world.red)["forgotten"] == [bobs]  # red's admin
+    rows = dict(world.admin.execute(
+        "SELECT id::text, archived FROM memory_documents WHERE id = ANY(%s::uuid[])", ([bobs, alices],)
+    ).fetchall())
+    assert rows == {bobs: True, alices: False}
