@@ -101,10 +101,9 @@ BEGIN
 END
 $$;
 
-CREATE FUNCTION cems_team_add(p_team text, p_member text, p_admin boolean) RETURNS text
+-- The team exists and the caller may change its members (a CEMS admin, or an admin of that team).
+CREATE FUNCTION cems_require_member_admin(p_team text) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER AS $$
-DECLARE
-    member text := cems_user_of(p_member);
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM cems_teams WHERE name = p_team) THEN
         RAISE EXCEPTION 'no team %', p_team USING ERRCODE = 'no_data_found';
@@ -113,6 +112,15 @@ BEGIN
         RAISE EXCEPTION 'only an admin of team % can change its members', p_team
             USING ERRCODE = 'insufficient_privilege';
     END IF;
+END
+$$;
+
+CREATE FUNCTION cems_team_add(p_team text, p_member text, p_admin boolean) RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER AS $$
+DECLARE
+    member text := cems_user_of(p_member);
+BEGIN
+    PERFORM cems_require_member_admin(p_team);
     IF member IS NULL OR btrim(member) = '' THEN
         RAISE EXCEPTION 'a member is a database role or a CEMS user name' USING ERRCODE = 'invalid_parameter_value';
     END IF;
@@ -128,13 +136,7 @@ LANGUAGE plpgsql SECURITY DEFINER AS $$
 DECLARE
     member text := cems_user_of(p_member);
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM cems_teams WHERE name = p_team) THEN
-        RAISE EXCEPTION 'no team %', p_team USING ERRCODE = 'no_data_found';
-    END IF;
-    IF NOT (cems_is_admin() OR p_team = ANY (cems_admin_teams())) THEN
-        RAISE EXCEPTION 'only an admin of team % can change its members', p_team
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
+    PERFORM cems_require_member_admin(p_team);
     DELETE FROM cems_team_members WHERE team_id = p_team AND user_id = member;
     IF NOT FOUND THEN
         RAISE EXCEPTION '% is not a member of team %', member, p_team USING ERRCODE = 'no_data_found';

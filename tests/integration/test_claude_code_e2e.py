@@ -6,10 +6,7 @@ machine (cached); the test skips, saying why, only when npm is missing or that i
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sqlite3
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ import pytest
 from cems_cli.server.client import call_or_start
 from tests.conftest import cems_subprocess
 from tests.support.claude_code import FakeAnthropic, claude_code_or_skip, run_claude, transcripts
+from tests.support.claude_code.capture import captured_turns
 
 pytestmark = pytest.mark.slow
 
@@ -29,26 +27,6 @@ def claude() -> Path:
 def _cems(args: list[str], env: dict[str, str]) -> None:
     proc = cems_subprocess(args, env)
     assert proc.returncode == 0, f"cems {' '.join(args)}: {proc.stderr.decode()[-2000:]}"
-
-
-def _captured_turns(cems_home: str, session_id: str, timeout: float = 120) -> list[dict]:
-    """The Stop hook's turns for the session, once the detached capture worker has processed them all.
-
-    Waiting matters beyond the check: a worker left running would write into this test's folders and
-    talk to a database the session is about to stop."""
-    spool = Path(cems_home) / "spool.db"
-    deadline = time.monotonic() + timeout
-    rows: list[dict] = []
-    while time.monotonic() < deadline:
-        if spool.exists():
-            with contextlib.closing(sqlite3.connect(spool)) as conn:
-                conn.row_factory = sqlite3.Row
-                query = "SELECT * FROM turns WHERE session_id = ? ORDER BY received_at"
-                rows = [dict(row) for row in conn.execute(query, (session_id,))]
-            if rows and all(row["processed_at"] for row in rows):
-                return rows
-        time.sleep(0.2)
-    raise AssertionError(f"the capture worker did not finish the session's turns: {rows}")
 
 
 def test_rule_blocks_and_memories_reach_the_model(claude, env, tmp_path):
@@ -73,7 +51,7 @@ def test_rule_blocks_and_memories_reach_the_model(claude, env, tmp_path):
             assert result.returncode == 0, result.stderr[-2000:]
             sessions = transcripts(home)
             assert sessions, "Claude Code wrote no transcript"
-            (turn,) = _captured_turns(env["CEMS_HOME"], sessions[0].stem)  # the Stop hook fired too
+            (turn,) = captured_turns(env["CEMS_HOME"], sessions[0].stem)  # the Stop hook fired too
         finally:
             from cems_cli.server.daemon import stop_server
 

@@ -18,7 +18,6 @@ import re
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +28,7 @@ from cems_cli.mcp import register
 from cems_cli.mcp.tools import BY_NAME
 from tests.conftest import REPO, cems_subprocess
 from tests.support.claude_code import FakeAnthropic, ToolUse, claude_code_or_skip, run_claude, transcripts
+from tests.support.claude_code.capture import captured_turns
 from tests.support.claude_code.run import OFFLINE_ENV, _inherited_env
 
 PLUGIN_DIR = REPO / "claude-plugin"
@@ -134,24 +134,6 @@ def _cems(args: list[str], env: dict[str, str]) -> dict:
     return json.loads(proc.stdout)
 
 
-def _captured(cems_home: str, session_id: str, timeout: float = 120) -> list[dict]:
-    """The Stop hook's turns of the session, once the detached capture worker has processed them: a worker
-    left running would write into this test's folders and use a database the session is about to stop."""
-    spool = Path(cems_home) / "spool.db"
-    deadline = time.monotonic() + timeout
-    rows: list[dict] = []
-    while time.monotonic() < deadline:
-        if spool.exists():
-            with contextlib.closing(sqlite3.connect(spool)) as conn:
-                conn.row_factory = sqlite3.Row
-                query = "SELECT * FROM turns WHERE session_id = ? ORDER BY received_at"
-                rows = [dict(row) for row in conn.execute(query, (session_id,))]
-            if rows and all(row["processed_at"] for row in rows):
-                return rows
-        time.sleep(0.2)
-    raise AssertionError(f"the capture worker did not finish the session's turns: {rows}")
-
-
 def _tool_events(cems_home: str, session_id: str) -> dict[str, tuple[str, str]]:
     """What the PostToolUse(Failure) hook spooled: tool_use_id → (event, tool)."""
     with contextlib.closing(sqlite3.connect(Path(cems_home) / "spool.db")) as conn:
@@ -235,7 +217,7 @@ def test_hooks_and_mcp_search_of_the_plugin_reach_the_model(claude, env, tmp_pat
             "--allowedTools",
             f"Bash,{TOOL_PREFIX}search",
         )
-        (turn,) = _captured(env["CEMS_HOME"], session)  # Stop
+        (turn,) = captured_turns(env["CEMS_HOME"], session)  # Stop
     first = json.dumps(model.message_bodies[0]["messages"])
     assert "<memory-profile>" in first and preference in first  # SessionStart
     assert "<memory-recall>" in first and recalled in first  # UserPromptSubmit
@@ -263,7 +245,7 @@ def test_slash_command_expands_and_stores_through_the_plugins_server(
         _, session = _run(
             claude, model, tmp_path, env, f"/cems:remember {text}", "--plugin-dir", str(PLUGIN_DIR)
         )
-        _captured(env["CEMS_HOME"], session)
+        captured_turns(env["CEMS_HOME"], session)
     first = json.dumps(model.message_bodies[0]["messages"])
     assert "<command-name>/cems:remember</command-name>" in first
     assert "Remember this in CEMS, the user's long-term memory: " + text in first  # the command's body
