@@ -540,6 +540,37 @@ class Rules:
     def __init__(self, memory: Memory) -> None:
         self._memory = memory
 
+    def add_one(
+        self, pattern: str, *, tool: str | None = None, action: str | None = None, reason: str | None = None,
+        field: str | None = None, regex: bool = False, project: str | None = None, scope: str = "personal",
+        tool_hint: str = "the tool",
+    ) -> tuple[Rule, bool]:
+        """One rule as `cems rule add` takes it: a pattern and its tool, or without a tool the one-line
+        form 'Bash: git push --force* — reason'. Returns it (with its id) and whether it is new; a bad rule
+        is a UserError (`tool_hint` names how the caller passes a tool, for its message)."""
+        from cems_cli.rules.model import make_rule
+        from cems_cli.rules.parse import parse_one_line
+
+        parts: dict[str, str] = {"pattern": pattern, "tool": tool or "", "action": "block", "reason": ""}
+        if tool is None:
+            try:
+                parts = parse_one_line(pattern)
+            except ValueError as error:
+                raise UserError(f"{error} (or pass {tool_hint})") from None
+        if action is not None:
+            parts["action"] = action
+        if reason is not None:
+            parts["reason"] = reason
+        try:
+            rule = make_rule(
+                **parts, field=field, regex=regex, project=project, scope=scope,
+                user_id=self._memory.settings.user,
+            )
+        except ValueError as error:
+            raise UserError(str(error)) from None
+        ((stored, created),) = self.add([rule])
+        return stored, created
+
     def add(self, rules: Sequence[Rule]) -> list[tuple[Rule, bool]]:
         """Store rules, all or nothing; returns each (with its id) and whether it is new."""
         from cems_cli.rules.manage import add_rules

@@ -41,27 +41,11 @@ def add(
     as_json: bool = JsonOption,
 ) -> None:
     """Add a rule; prints its id."""
-    from cems_cli.rules.model import make_rule
-    from cems_cli.rules.parse import parse_one_line
-
-    parts: dict[str, str] = {"pattern": pattern, "tool": tool or "", "action": "block", "reason": ""}
-    if tool is None:
-        try:
-            parts = parse_one_line(pattern)
-        except ValueError as error:
-            fail(f"{error} (or pass --tool)")
-    if action is not None:
-        parts["action"] = action
-    if reason is not None:
-        parts["reason"] = reason
     with service() as svc:
-        try:
-            rule = make_rule(
-                **parts, field=field, regex=regex, project=project, scope=scope, user_id=svc.settings.user
-            )
-        except ValueError as error:
-            fail(str(error))
-        ((stored, created),) = svc.rules.add([rule])
+        stored, created = svc.rules.add_one(
+            pattern, tool=tool, action=action, reason=reason, field=field, regex=regex, project=project,
+            scope=scope, tool_hint="--tool",
+        )
     if as_json:
         emit_json(_rule_json(stored, created))
     else:

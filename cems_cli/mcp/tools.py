@@ -196,34 +196,14 @@ def list_recent(args: dict[str, Any]) -> dict[str, Any]:
 
 def rule_add(args: dict[str, Any]) -> dict[str, Any]:
     """What `cems rule add` does, with the same one-line form when no tool is given."""
-    from cems_cli.cli.common import fail, service
-    from cems_cli.rules.model import make_rule
-    from cems_cli.rules.parse import parse_one_line
+    from cems_cli.cli.common import service
 
-    pattern, tool = args["pattern"], args.get("tool")
-    parts: dict[str, str] = {"pattern": pattern, "tool": tool or "", "action": "block", "reason": ""}
-    if tool is None:
-        try:
-            parts = parse_one_line(pattern)
-        except ValueError as error:
-            fail(f"{error} (or pass tool)")
-    if "action" in args:
-        parts["action"] = args["action"]
-    if "reason" in args:
-        parts["reason"] = args["reason"]
     with service() as memory:
-        try:
-            rule = make_rule(
-                **parts,
-                field=args.get("field"),
-                regex=args.get("regex", False),
-                project=args.get("project"),
-                scope=args.get("scope", MemoryScope.PERSONAL.value),
-                user_id=memory.settings.user,
-            )
-        except ValueError as error:
-            fail(str(error))
-        ((stored, created),) = memory.rules.add([rule])
+        stored, created = memory.rules.add_one(
+            args["pattern"], tool=args.get("tool"), action=args.get("action"), reason=args.get("reason"),
+            field=args.get("field"), regex=args.get("regex", False), project=args.get("project"),
+            scope=args.get("scope", MemoryScope.PERSONAL.value), tool_hint="tool",
+        )
     return {**stored.to_dict(), "created": created}
 
 
