@@ -485,7 +485,7 @@ class Config:
     def list(self) -> list[SettingValue]:
         from cems_cli.live_settings import LIVE_KEYS
 
-        return [self._value(key) for key in LIVE_KEYS]
+        return self._values(LIVE_KEYS)
 
     def get(self, key: str) -> SettingValue:
         from cems_cli.live_settings import check_key
@@ -521,16 +521,22 @@ class Config:
         return "team", settings.team
 
     def _value(self, key: str) -> SettingValue:
-        from cems_cli.live_settings import LIVE, source_of
+        return self._values((key,))[0]
+
+    def _values(self, keys: Sequence[str]) -> list[SettingValue]:
+        """The settings in effect and what is stored, read once for all `keys`."""
+        from cems_cli.live_settings import LIVE, source_of, toml_keys_of_config
 
         service = self._memory._service
         effective = service.live_settings()
         base = service.base_settings
         stored = LIVE.stored(service.conn, base.user, base.team)
-        return SettingValue(
-            key, getattr(effective, key), source_of(key, base, stored),
-            stored["user"].get(key), stored["team"].get(key),
-        )
+        in_toml = toml_keys_of_config()
+        return [
+            SettingValue(key, getattr(effective, key), source_of(key, stored, in_toml),
+                         stored["user"].get(key), stored["team"].get(key))
+            for key in keys
+        ]
 
 
 class Rules:

@@ -12,6 +12,7 @@ model are not (changing those needs a restart or `cems reindex`), nor are creden
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -76,35 +77,41 @@ def apply(base: Settings, stored: dict[str, dict[str, Any]]) -> Settings:
                 update[key] = value
     if not update:
         return base
-    try:
-        return base.model_copy(update=_validated(update))
-    except UserError:
-        return base
-
-
-def _validated(update: dict[str, Any]) -> dict[str, Any]:
     checked = {}
     for key, value in update.items():
-        try:
-            checked[key] = parse_value(key, json.dumps(value) if not isinstance(value, str) else value)
-        except UserError:
-            continue  # stored by another version of CEMS with other rules: the layer below stands
-    return checked
+        text = value if isinstance(value, str) else json.dumps(value)
+        valid, parsed = _checked(key, text)
+        if valid:  # else stored by another version of CEMS with other rules: the layer below stands
+            checked[key] = parsed
+    return base.model_copy(update=checked)
 
 
-def source_of(key: str, base: Settings, stored: dict[str, dict[str, Any]]) -> str:
+@functools.lru_cache(maxsize=512)
+def _checked(key: str, text: str) -> tuple[bool, Any]:
+    """(valid, value) of a stored value: validated once per distinct value, not on every search (a
+    validator is built per call of `parse_value`)."""
+    try:
+        return True, parse_value(key, text)
+    except UserError:
+        return False, None
+
+
+def source_of(
+    key: str, stored: dict[str, dict[str, Any]], toml_keys: set[str] | None = None
+) -> str:
+    """Where the value in effect comes from; `toml_keys` (config.toml's keys) is read when not given."""
     if _from_environment(key):
         return "environment"
     if key in stored.get("user", {}):
         return "user"
     if key in stored.get("team", {}):
         return "team"
-    if key in _toml_keys():
+    if key in (toml_keys if toml_keys is not None else toml_keys_of_config()):
         return "config.toml"
     return "default"
 
 
-def _toml_keys() -> set[str]:
+def toml_keys_of_config() -> set[str]:
     import tomllib
 
     from cems_cli import paths
