@@ -69,8 +69,13 @@ def other() -> Iterator[Other]:
     try:
         entry = pwd.getpwnam(name)
         for python in (sys.executable, "/usr/bin/python3"):
-            ran = subprocess.run([python, "-I", "-c", "pass"], user=entry.pw_uid, group=entry.pw_gid,
-                                 extra_groups=[], cwd="/", capture_output=True)
+            # The virtualenv's interpreter is often a link into root's own 0700 home (pyenv): the second user
+            # cannot even start it, which subprocess reports as an exception rather than an exit code.
+            try:
+                ran = subprocess.run([python, "-I", "-c", "pass"], user=entry.pw_uid, group=entry.pw_gid,
+                                     extra_groups=[], cwd="/", capture_output=True)
+            except OSError:
+                continue
             if ran.returncode == 0:
                 break
         else:
