@@ -354,12 +354,12 @@ def _run(
 def ensure_server(pgdata: Path) -> PostmasterState:
     """Return the running server's state, starting it (initdb on first use) if needed."""
     state = read_postmaster(pgdata)
-    if state is not None and _is_secure(state, pgdata):
+    if state is not None and _is_secure(state, pgdata) and not _program_deleted(state.pid):
         return state
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     with _start_lock(pgdata):
         state = read_postmaster(pgdata)  # another process may have started it while we waited
-        if state is not None and _is_secure(state, pgdata):
+        if state is not None and _is_secure(state, pgdata) and not _program_deleted(state.pid):
             return state
         _start_locked(pgdata, state)
     state = read_postmaster(pgdata)
@@ -368,6 +368,16 @@ def ensure_server(pgdata: Path) -> PostmasterState:
             f"the embedded PostgreSQL in {data_dir(pgdata)} did not come up: {_log_cause(data_dir(pgdata))}"
         )
     return state
+
+
+def _program_deleted(pid: int) -> bool:
+    """Does the server run a program that is no longer on disk? After CEMS's virtualenv is removed or
+    reinstalled, the old postmaster keeps serving, but every new session fails to load a library of the
+    deleted installation ("could not access file plpgsql"): such a server is restarted from this one."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe").endswith(" (deleted)")
+    except OSError:  # no /proc, or not ours to look at: as before, the server is used
+        return False
 
 
 def _start_locked(pgdata: Path, running: PostmasterState | None) -> None:
@@ -382,8 +392,9 @@ def _start_locked(pgdata: Path, running: PostmasterState | None) -> None:
                 "in a location other users can read (e.g. a virtualenv outside /root)"
             )
     if running is not None:
-        # Started by an earlier version (trust logins, socket possibly in a shared folder): restart it
-        # under the rules above. Stopping it first also lets single-user mode set the password.
+        # Started by an earlier version (trust logins, socket possibly in a shared folder) or from an
+        # installation since deleted: restart it under the rules above, from this installation. Stopping it
+        # first also lets single-user mode set the password.
         _pg_ctl_stop(pgdata, user, bins)
     cluster = _ensure_cluster(pgdata, user, uid, gid, bins)
     _prune_handle_pids(cluster)

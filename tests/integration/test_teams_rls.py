@@ -320,21 +320,23 @@ def test_quotas_trip_before_any_embedding(world, monkeypatch):
     def no_embedding(self):
         raise AssertionError("embedded before the quota was checked")
 
-    monkeypatch.setattr(MemoryService, "embedder", property(no_embedding))
-    monkeypatch.setattr(MemoryService, "query_embedder", property(no_embedding))
-    line = world.refused(world.alice, "remember", "third is one too many")
-    assert line == (f"error: memory quota reached: {world.alice} stores 2 of 2 memories; forget some or ask "
-                    "an administrator (cems admin quota)")
-    lines = "\n".join(json.dumps({"content": f"bulk {n}"}) for n in range(2)).encode()
-    assert "(this adds 2)" in world.refused(world.alice, "import", "-", stdin=lines)
-    monkeypatch.undo()
+    # A context of its own: undoing the test's monkeypatch would also undo the fixtures' CEMS_HOME, and the
+    # commands after it would run against the real user's store.
+    with monkeypatch.context() as patch:
+        patch.setattr(MemoryService, "embedder", property(no_embedding))
+        patch.setattr(MemoryService, "query_embedder", property(no_embedding))
+        line = world.refused(world.alice, "remember", "third is one too many")
+        assert line == (f"error: memory quota reached: {world.alice} stores 2 of 2 memories; forget some or "
+                        "ask an administrator (cems admin quota)")
+        lines = "\n".join(json.dumps({"content": f"bulk {n}"}) for n in range(2)).encode()
+        assert "(this adds 2)" in world.refused(world.alice, "import", "-", stdin=lines)
 
     for _ in range(3):
         world.ok(world.alice, "search", "first")
-    monkeypatch.setattr(MemoryService, "query_embedder", property(no_embedding))
-    line = world.refused(world.alice, "search", "first")
+    with monkeypatch.context() as patch:
+        patch.setattr(MemoryService, "query_embedder", property(no_embedding))
+        line = world.refused(world.alice, "search", "first")
     assert line.startswith(f"error: search quota reached: {world.alice} may search 3 times a minute")
-    monkeypatch.undo()
     # Bob has no quota; the superuser none either.
     world.ok(world.bob, "remember", "bob is not limited")
     cleared = world.ok(None, "admin", "quota", world.alice, "--clear")
