@@ -18,7 +18,13 @@ from cems_cli.models import (
 )
 from cems_cli.results import SearchResult
 from cems_cli.store.records import MemoryRecord, NewMemory
-from cems_cli.text.normalize import InvalidText, clean_context, clean_text, content_hash
+from cems_cli.text.normalize import (
+    InvalidText,
+    clean_context,
+    clean_text,
+    content_hash,
+    truncate_to_bytes,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -27,18 +33,7 @@ if TYPE_CHECKING:
     from cems_cli.store.memories import Identity
     from cems_cli.store.teams import Session
 
-
-TRUNCATED_MARK = "\n[… truncated: over CEMS_MAX_MEMORY_BYTES]"
 SESSION_SECONDS = 60.0  # how long a team server's answer "no search quota for you" is trusted
-
-
-def truncate_to_bytes(text: str, limit: int) -> str:
-    """`text` if it fits in `limit` bytes of UTF-8, else its head (cut at a character) and a mark."""
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return text
-    keep = limit - len(TRUNCATED_MARK.encode("utf-8"))
-    return data[:keep].decode("utf-8", errors="ignore").rstrip() + TRUNCATED_MARK
 
 
 def parse_tags(raw: str | Sequence[str] | None) -> list[str]:

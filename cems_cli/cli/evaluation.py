@@ -1,5 +1,5 @@
-"""`cems eval`: retrieval quality on a benchmark (generic folder or LoCoMo), the capture-and-recall loop on
-Claude Code sessions (`--sessions`); the difference of two runs."""
+"""`cems eval`: retrieval quality on a benchmark (generic folder, LoCoMo or LongMemEval), the
+capture-and-recall loop on Claude Code sessions (`--sessions`); the difference of two runs."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from cems_cli.cli.common import JsonOption, check_range, console, emit_json, fai
 def eval_(
     bench: Path = typer.Option(None, "--bench", help="A benchmark folder: corpus/questions/qrels.jsonl."),
     locomo: Path = typer.Option(None, "--locomo", help="LoCoMo's official locomo10.json."),
+    longmemeval: Path = typer.Option(None, "--longmemeval", help="LongMemEval's longmemeval_s.json or "
+                                     "longmemeval_oracle.json; each question is asked at its question_date."),
     sessions: Path = typer.Option(None, "--sessions", help="A session set: Claude Code transcripts and the "
                                   "questions of a later session (bench/sessions/README.md)."),
     compare: tuple[Path, Path] = typer.Option(None, "--compare", help="Two results files: print B − A."),
@@ -27,12 +29,14 @@ def eval_(
     out: Path = typer.Option(None, "--out", "-o", help="Write the results JSON here."),
     details: Path = typer.Option(None, "--details", help="Write per-question results (JSONL) here."),
     as_of: str = typer.Option(None, "--as-of", help="Ask every question at this moment (YYYY-MM-DD or an "
-                              "ISO timestamp; default: when the run starts). Time decay counts from it."),
+                              "ISO timestamp; default: the question's own date if the benchmark has one, "
+                              "else when the run starts). Time decay counts from it."),
     as_json: bool = JsonOption,
 ) -> None:
     """Measure retrieval on a benchmark in a throwaway data folder (your memories are never touched)."""
-    if sum(1 for given in (bench, locomo, sessions, compare) if given) != 1:
-        fail("give exactly one of --bench DIR, --locomo FILE, --sessions DIR or --compare A.json B.json")
+    if sum(1 for given in (bench, locomo, longmemeval, sessions, compare) if given) != 1:
+        fail("give exactly one of --bench DIR, --locomo FILE, --longmemeval FILE, --sessions DIR or "
+             "--compare A.json B.json")
     if trigger is not None and not sessions:
         fail("--trigger applies to --sessions only")
     if compare:
@@ -46,6 +50,7 @@ def eval_(
     moment = _moment(as_of) if as_of is not None else None
     from cems_cli.config import get_settings
     from cems_cli.evaluation.datasets import DatasetError, load_bench_dir, load_locomo
+    from cems_cli.evaluation.longmemeval import load_longmemeval
     from cems_cli.evaluation.report import render_results
     from cems_cli.evaluation.runner import MODES, run_benchmark
 
@@ -53,13 +58,14 @@ def eval_(
     mode = (mode or settings.search_mode).strip().lower()
     if mode not in MODES:
         fail(f"unknown mode {mode!r} (expected one of: {', '.join(MODES)})")
-    source = bench or locomo
+    source = bench or locomo or longmemeval
+    load = load_bench_dir if bench else load_locomo if locomo else load_longmemeval
     try:
-        benchmark = load_bench_dir(bench) if bench else load_locomo(locomo)
+        benchmark = load(source)
     except DatasetError as error:
         fail(str(error))
     if not benchmark.scored_questions():
-        fail(f"{source} has no question with relevant doc ids: nothing to score")
+        fail(f"{source} has no question with evidence (relevant doc ids): nothing to score")
     from cems_cli.cli.progress import progress_bar
 
     run = run_benchmark(benchmark, settings, mode=mode, limit_questions=limit_questions, source=str(source),

@@ -2,6 +2,7 @@
 
 Both produce the same in-memory `Benchmark` (the folder format is described at `load_bench_dir`):
 units (the memories to ingest, grouped by `corpus_id`), questions, and qrels (question → relevant doc ids).
+A `SessionBenchmark` (LongMemEval, loaded in longmemeval.py) has whole sessions as its evidence instead.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from cems_cli.evaluation import metrics
 
 
 class DatasetError(ValueError):
@@ -40,6 +44,8 @@ class Question:
     corpus_id: str
     answer: str | None = None
     category_id: int | None = None
+    # When the dataset says the question was asked (with its zone); None: at the run's moment.
+    asked_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -49,15 +55,50 @@ class Benchmark:
     questions: tuple[Question, ...]
     qrels: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
+    metric_names: ClassVar[tuple[str, ...]] = metrics.METRIC_NAMES
+
     def scored_questions(self) -> list[Question]:
         """Questions with at least one relevant doc id, in file order (the others are not scored)."""
         return [q for q in self.questions if self.qrels.get(q.qid)]
+
+    def score(self, qid: str, ranked: list[str]) -> dict[str, float]:
+        """`metric_names` for a scored question from its ranked doc ids."""
+        return metrics.question_metrics(ranked, self.qrels[qid])
+
+    def gold(self, qid: str) -> dict[str, list[str]]:
+        """What a question's results are checked against, for its per-question details."""
+        return {"gold": list(self.qrels.get(qid, ()))}
 
     def units_by_corpus(self) -> dict[str, list[Unit]]:
         grouped: dict[str, list[Unit]] = {}
         for unit in self.units:
             grouped.setdefault(unit.corpus_id, []).append(unit)
         return grouped
+
+
+@dataclass(frozen=True)
+class SessionBenchmark(Benchmark):
+    """Units are turns, evidence is whole sessions (`session_gold`: question → session ids, as the units'
+    `session_id`); `qrels` are the evidence turns, which a dataset may not mark (then turn level is unscored).
+    A question is scored when it has an evidence session."""
+
+    session_gold: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    metric_names: ClassVar[tuple[str, ...]] = metrics.SESSION_METRIC_NAMES
+
+    @cached_property
+    def session_of(self) -> dict[str, str]:
+        return {unit.doc_id: unit.session_id for unit in self.units if unit.session_id is not None}
+
+    def scored_questions(self) -> list[Question]:
+        return [q for q in self.questions if self.session_gold.get(q.qid)]
+
+    def score(self, qid: str, ranked: list[str]) -> dict[str, float]:
+        return metrics.session_metrics(ranked, self.session_of, self.session_gold[qid],
+                                       self.qrels.get(qid, ()))
+
+    def gold(self, qid: str) -> dict[str, list[str]]:
+        return {**super().gold(qid), "gold_sessions": list(self.session_gold.get(qid, ()))}
 
 
 # The generic format -----------------------------------------------------------------------------------------
@@ -71,12 +112,12 @@ def load_bench_dir(directory: Path) -> Benchmark:
     questions = [_question(row, where) for row, where in read_jsonl(directory / "questions.jsonl")]
     qrels: dict[str, tuple[str, ...]] = {}
     for row, where in read_jsonl(directory / "qrels.jsonl"):
-        qid = _string(row, "qid", where)
+        qid = string_field(row, "qid", where)
         ids = row.get("relevant_doc_ids")
         if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
             raise DatasetError(f"{where}: 'relevant_doc_ids' must be a list of strings")
         qrels[qid] = tuple(dict.fromkeys(ids))
-    return _checked(Benchmark(directory.name, tuple(units), tuple(questions), qrels), directory.name)
+    return check_ids(Benchmark(directory.name, tuple(units), tuple(questions), qrels), directory.name)
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
@@ -99,14 +140,27 @@ def read_jsonl(path: Path) -> Iterator[tuple[dict[str, Any], str]]:
             yield row, where
 
 
-def _string(row: dict[str, Any], key: str, where: str) -> str:
+def read_json(path: Path) -> Any:
+    """A whole JSON file; DatasetError when it cannot be read or is not JSON."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise DatasetError(f"cannot read {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError:
+        raise DatasetError(f"{path.name}: not valid JSON (not UTF-8 text)") from None
+    except json.JSONDecodeError as error:
+        raise DatasetError(f"{path.name}: not valid JSON ({error.msg} at line {error.lineno})") from None
+
+
+def string_field(row: dict[str, Any], key: str, where: str) -> str:
     value = row.get(key)
     if not isinstance(value, str) or not value.strip():
         raise DatasetError(f"{where}: {key!r} must be a non-empty string")
     return value
 
 
-def _optional_string(row: dict[str, Any], key: str) -> str | None:
+def optional_string(row: dict[str, Any], key: str) -> str | None:
     value = row.get(key)
     return None if value is None else str(value)
 
@@ -119,21 +173,21 @@ def _unit(row: dict[str, Any], where: str) -> Unit:
             timestamp = datetime.fromisoformat(str(stamp))
         except ValueError:
             raise DatasetError(f"{where}: 'timestamp' is not ISO 8601: {stamp!r}") from None
-    return Unit(corpus_id=_string(row, "corpus_id", where), doc_id=_string(row, "doc_id", where),
-                text=_string(row, "text", where), session_id=_optional_string(row, "session_id"),
-                timestamp=timestamp, speaker=_optional_string(row, "speaker"),
-                timestamp_raw=_optional_string(row, "timestamp_raw"))
+    return Unit(corpus_id=string_field(row, "corpus_id", where), doc_id=string_field(row, "doc_id", where),
+                text=string_field(row, "text", where), session_id=optional_string(row, "session_id"),
+                timestamp=timestamp, speaker=optional_string(row, "speaker"),
+                timestamp_raw=optional_string(row, "timestamp_raw"))
 
 
 def _question(row: dict[str, Any], where: str) -> Question:
     category_id = row.get("category_id")
-    return Question(qid=_string(row, "qid", where), question=_string(row, "question", where),
-                    category=_optional_string(row, "category") or "all",
-                    corpus_id=_string(row, "corpus_id", where), answer=_optional_string(row, "answer"),
+    return Question(qid=string_field(row, "qid", where), question=string_field(row, "question", where),
+                    category=optional_string(row, "category") or "all",
+                    corpus_id=string_field(row, "corpus_id", where), answer=optional_string(row, "answer"),
                     category_id=category_id if isinstance(category_id, int) else None)
 
 
-def _checked(bench: Benchmark, source: str) -> Benchmark:
+def check_ids(bench: Benchmark, source: str) -> Benchmark:
     """Unique doc ids and qids; qrels only name known questions and doc ids of the question's own corpus."""
     corpus_of: dict[str, str] = {}
     for unit in bench.units:
@@ -166,12 +220,7 @@ _LOCOMO_TIME = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
 def load_locomo(path: Path) -> Benchmark:
     """LoCoMo's `locomo10.json` → units (one per dialog turn, doc_id `conv-26:D1:3`), questions and qrels."""
     path = Path(path)
-    try:
-        samples = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise DatasetError(f"cannot read {path}: {error.strerror or error}") from None
-    except json.JSONDecodeError as error:
-        raise DatasetError(f"{path.name}: not valid JSON ({error.msg} at line {error.lineno})") from None
+    samples = read_json(path)
     if not isinstance(samples, list) or not all(isinstance(s, dict) and "conversation" in s for s in samples):
         raise DatasetError(f"{path.name}: not a LoCoMo file (expected a list of samples with 'conversation')")
     units: list[Unit] = []
@@ -185,7 +234,7 @@ def load_locomo(path: Path) -> Benchmark:
             questions.append(question)
             if gold:
                 qrels[question.qid] = gold
-    return _checked(Benchmark(path.stem, tuple(units), tuple(questions), qrels), path.name)
+    return check_ids(Benchmark(path.stem, tuple(units), tuple(questions), qrels), path.name)
 
 
 def locomo_units(sample: dict[str, Any]) -> list[Unit]:

@@ -2,7 +2,9 @@
 
 Every unit goes through the same import record → `parse_record` → `import_memories` path as `cems import`,
 so the eval measures what users get. Stored per unit:
-- content: `unit_to_memory_text(unit)`, e.g. "[8 May 2023] Caroline: I went to a LGBTQ support group …";
+- content: `unit_to_memory_text(unit)`, e.g. "[8 May 2023] Caroline: I went to a LGBTQ support group …",
+  cut to CEMS_MAX_MEMORY_BYTES as capture cuts what it derives (a long chat answer in LongMemEval must not
+  refuse the whole import; its head is what a search can match anyway);
 - context: `unit_context(unit, previous)`, the unit before it in the same session (what it answers or follows
   up on): indexed with the memory at a lower full-text weight and embedded with it, never shown;
 - created_at: the unit's timestamp (naive timestamps are UTC);
@@ -16,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from cems_cli.evaluation.datasets import Unit
+from cems_cli.text.normalize import truncate_to_bytes
 
 DOC_TAG = "doc:"
 SESSION_TAG = "session:"
@@ -51,12 +54,15 @@ def unit_context(unit: Unit, previous: Unit | None) -> str | None:
     return previous.text.strip() or None
 
 
-def unit_to_record(unit: Unit, project: str | None, previous: Unit | None = None) -> dict[str, Any]:
-    """The `cems import` JSONL record for a unit; `previous` is the unit before it in the corpus."""
+def unit_to_record(unit: Unit, project: str | None, previous: Unit | None = None,
+                   max_bytes: int | None = None) -> dict[str, Any]:
+    """The `cems import` JSONL record for a unit; `previous` is the unit before it in the corpus, `max_bytes`
+    the largest memory text the store accepts."""
     tags = [f"{SESSION_TAG}{unit.session_id}"] if unit.session_id else []
     tags.append(f"{DOC_TAG}{unit.doc_id}")
+    content = unit_to_memory_text(unit)
     return {
-        "content": unit_to_memory_text(unit),
+        "content": content if max_bytes is None else truncate_to_bytes(content, max_bytes),
         "category": "general",
         "scope": "personal",
         "tags": tags,

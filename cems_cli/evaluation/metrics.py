@@ -3,14 +3,21 @@
 Definitions: Recall@k = |top-k ∩ gold| / |gold|; hit@k = 1 if any gold doc is
 in the top k; recall_all@k = 1 if every gold doc is; nDCG@k with binary gains, ideal = all gold ranked first.
 A ranked list may repeat a doc id (two results mapping to one doc); only its first position counts.
+
+Session-level scoring (LongMemEval: the units are turns, the evidence is whole sessions) maps every retrieved
+unit to its session and scores that list with the same functions: a session's second turn in the list adds
+nothing, so the top k is the first k distinct sessions in rank order (LongMemEval's own turn-to-session
+evaluation counts the same way).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 METRIC_NAMES = ("recall@5", "recall@10", "ndcg@10", "hit@5", "recall_all@5")
+# Session level (recall_any@5 is hit@5 over sessions), then turn level over the turns marked as evidence.
+SESSION_METRIC_NAMES = ("recall_any@5", "recall_all@5", "ndcg@10", "turn_recall@5", "turn_recall@10")
 
 
 def _top(ranked: Sequence[str], k: int) -> list[str]:
@@ -54,22 +61,46 @@ def question_metrics(ranked: Sequence[str], gold: Iterable[str]) -> dict[str, fl
     }
 
 
-def average(rows: Sequence[dict[str, float]]) -> dict[str, float | int]:
-    """{"n", metric: mean} over per-question metric dicts (zeros when there are none)."""
-    out: dict[str, float | int] = {"n": len(rows)}
-    for name in METRIC_NAMES:
-        out[name] = sum(r[name] for r in rows) / len(rows) if rows else 0.0
+def session_metrics(ranked: Sequence[str], session_of: Mapping[str, str], gold_sessions: Iterable[str],
+                    gold_turns: Iterable[str] = ()) -> dict[str, float]:
+    """SESSION_METRIC_NAMES for one question: `ranked` doc ids (turns), `session_of` doc id → session.
+
+    The turn-level pair is left out when no gold turn is known (a file without `has_answer` flags), so
+    `average` takes it over the questions that have them rather than counting those as misses."""
+    gold_sessions = list(gold_sessions)
+    sessions = [session_of[doc] for doc in ranked if doc in session_of]
+    row = {
+        "recall_any@5": hit_at_k(sessions, gold_sessions, 5),
+        "recall_all@5": recall_all_at_k(sessions, gold_sessions, 5),
+        "ndcg@10": ndcg_at_k(sessions, gold_sessions, 10),
+    }
+    gold_turns = list(gold_turns)
+    if gold_turns:
+        row["turn_recall@5"] = recall_at_k(ranked, gold_turns, 5)
+        row["turn_recall@10"] = recall_at_k(ranked, gold_turns, 10)
+    return row
+
+
+def average(rows: Sequence[dict[str, float]],
+            names: Sequence[str] = METRIC_NAMES) -> dict[str, float | int | None]:
+    """{"n", metric: mean} over per-question metric dicts (zeros when there are none). A metric some rows
+    lack is averaged over the rows that have it; None when rows exist but none has it."""
+    out: dict[str, float | int | None] = {"n": len(rows)}
+    for name in names:
+        values = [r[name] for r in rows if name in r]
+        out[name] = sum(values) / len(values) if values else (None if rows else 0.0)
     return out
 
 
-def summarise(scored: Sequence[tuple[str, dict[str, float]]]) -> dict[str, dict]:
+def summarise(scored: Sequence[tuple[str, dict[str, float]]],
+              names: Sequence[str] = METRIC_NAMES) -> dict[str, dict]:
     """(category, metrics) per question → {"overall": …, "by_category": {name: …}} (categories sorted)."""
     by_category: dict[str, list[dict[str, float]]] = {}
     for category, row in scored:
         by_category.setdefault(category, []).append(row)
     return {
-        "overall": average([row for _, row in scored]),
-        "by_category": {name: average(rows) for name, rows in sorted(by_category.items())},
+        "overall": average([row for _, row in scored], names),
+        "by_category": {name: average(rows, names) for name, rows in sorted(by_category.items())},
     }
 
 

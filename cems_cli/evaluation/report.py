@@ -9,29 +9,56 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cems_cli.evaluation.metrics import METRIC_NAMES
-
 _HEADERS = {"recall@5": "R@5", "recall@10": "R@10", "ndcg@10": "nDCG@10", "hit@5": "hit@5",
-            "recall_all@5": "all@5"}
+            "recall_all@5": "all@5", "recall_any@5": "any@5", "turn_recall@5": "turn R@5",
+            "turn_recall@10": "turn R@10"}
+_LATENCY = ("p50", "p95")
+
+
+def metric_names(*results: dict[str, Any]) -> list[str]:
+    """The metrics the results report, in their order (a benchmark's own set: LoCoMo's, LongMemEval's)."""
+    return list(dict.fromkeys(key for result in results for key in result.get("overall") or {} if key != "n"))
 
 
 def render_results(result: dict[str, Any], console: Console) -> None:
     config = result.get("config", {})
     title = (f"{config.get('benchmark', 'benchmark')} — mode {config.get('mode', '?')}, "
              f"top {config.get('limit', 10)}")
+    names = metric_names(result)
     table = Table(title=title)
     table.add_column("category")
     table.add_column("n", justify="right")
-    for name in METRIC_NAMES:
-        table.add_column(_HEADERS[name], justify="right")
+    for name in names:
+        table.add_column(_HEADERS.get(name, name), justify="right")
     for category, row in result["by_category"].items():
-        table.add_row(category, str(row["n"]), *(f"{row[m]:.3f}" for m in METRIC_NAMES))
+        table.add_row(category, str(row["n"]), *(_fmt(row.get(m), m) for m in names))
     overall = result["overall"]
-    table.add_row("overall", str(overall["n"]), *(f"{overall[m]:.3f}" for m in METRIC_NAMES), style="bold",
+    table.add_row("overall", str(overall["n"]), *(_fmt(overall.get(m), m) for m in names), style="bold",
                   end_section=False)
     console.print(table)
     latency = result["latency_ms"]
     console.print(f"search latency  p50 {latency['p50']:.1f} ms  p95 {latency['p95']:.1f} ms")
+    for line in coverage_lines(config):
+        console.print(line)
+
+
+def coverage_lines(config: dict[str, Any]) -> list[str]:
+    """What the table's averages leave out: unscored questions, metrics computed for some questions only."""
+    lines = []
+    unscored = config.get("unscored") or {}
+    if unscored.get("n"):
+        kinds = ", ".join(f"{n} {c}" for c, n in unscored.get("by_category", {}).items())
+        lines.append(f"not scored, no evidence (abstention): {_questions(unscored['n'])} — {kinds}")
+    partial: dict[int, list[str]] = {}
+    for name, n in (config.get("questions_per_metric") or {}).items():
+        partial.setdefault(n, []).append(_HEADERS.get(name, name))
+    for n, headers in partial.items():
+        lines.append(f"{', '.join(headers)}: over {_questions(n)} (the others mark no evidence turn)")
+    return lines
+
+
+def _questions(n: int) -> str:
+    return f"{n} question" if n == 1 else f"{n} questions"
 
 
 @dataclass(frozen=True)
@@ -53,10 +80,11 @@ def compare_rows(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
     sections = [("overall", a.get("overall"), b.get("overall"))]
     categories = list(dict.fromkeys([*a.get("by_category", {}), *b.get("by_category", {})]))
     sections += [(c, a.get("by_category", {}).get(c), b.get("by_category", {}).get(c)) for c in categories]
+    names = metric_names(a, b)
     for name, row_a, row_b in sections:
-        for metric in ("n", *METRIC_NAMES):
+        for metric in ("n", *names):
             rows.append(Difference(name, metric, _get(row_a, metric), _get(row_b, metric)))
-    for metric in ("p50", "p95"):
+    for metric in _LATENCY:
         rows.append(Difference("latency_ms", metric, _get(a.get("latency_ms"), metric),
                                _get(b.get("latency_ms"), metric), higher_is_better=False))
     return rows
@@ -82,7 +110,7 @@ def render_compare(rows: list[Difference], console: Console, names: tuple[str, s
 def _fmt(value: float | None, metric: str) -> str:
     if value is None:
         return "—"
-    return f"{value:.0f}" if metric == "n" else f"{value:.3f}" if metric in METRIC_NAMES else f"{value:.1f}"
+    return f"{value:.0f}" if metric == "n" else f"{value:.1f}" if metric in _LATENCY else f"{value:.3f}"
 
 
 def _delta(row: Difference) -> str:

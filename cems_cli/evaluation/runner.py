@@ -53,8 +53,8 @@ class EvalRun:
         }
 
 
-def _rounded(row: dict[str, float | int]) -> dict[str, float | int]:
-    return {key: value if key == "n" else round(value, 4) for key, value in row.items()}
+def _rounded(row: dict[str, float | int | None]) -> dict[str, float | int | None]:
+    return {key: value if key == "n" or value is None else round(value, 4) for key, value in row.items()}
 
 
 def run_benchmark(bench: Benchmark, base: Settings, *, mode: str, limit_questions: int | None = None,
@@ -62,47 +62,83 @@ def run_benchmark(bench: Benchmark, base: Settings, *, mode: str, limit_question
                   as_of: datetime | None = None) -> EvalRun:
     """Ingest the corpora the questions need, ask every scored question, and score the answers.
 
-    Every question is asked at one moment, `as_of` (default: when the run starts): time decay counts whole
-    days from it, so questions asked on either side of a day boundary would otherwise see other scores, and
-    a fixed `as_of` reproduces a run on any later day."""
+    A question is asked at `as_of` when given, else when the dataset says it was asked (LongMemEval's
+    question_date), else when the run starts: time decay counts whole days from that moment, so questions
+    asked on either side of a day boundary would otherwise see other scores, and a fixed moment reproduces a
+    run on any later day.
+
+    One corpus at a time is ingested, asked its questions and closed: a benchmark of hundreds of corpora
+    (LongMemEval has one per question) never holds a database connection per corpus at once."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r} (expected one of: {', '.join(MODES)})")
-    as_of = as_of or datetime.now(UTC)
+    run_start = datetime.now(UTC)
     progress = progress or _no_progress
     questions = bench.scored_questions()
+    limited = limit_questions is not None and limit_questions < len(questions)
     if limit_questions is not None:
         questions = questions[:limit_questions]
     units = bench.units_by_corpus()
-    needed = list(dict.fromkeys(q.corpus_id for q in questions))
-    with throwaway_home() as home, contextlib.ExitStack() as services:
-        started = time.perf_counter()
-        spaces: dict[str, Corpus] = {}
-        with progress("ingesting") as update:
-            total = sum(len(units.get(c, [])) for c in needed)
-            done = 0
-            for corpus_id in needed:
-                corpus_units = units.get(corpus_id, [])
-                spaces[corpus_id] = services.enter_context(ingest_corpus(
-                    corpus_id, corpus_units, base, home, _offset(update, done, len(corpus_units), total)))
+    by_corpus: dict[str, list[int]] = {}
+    for index, question in enumerate(questions):
+        by_corpus.setdefault(question.corpus_id, []).append(index)
+    total_units = sum(len(units.get(c, [])) for c in by_corpus)
+    latencies: list[float] = []
+    rows: list[dict[str, float]] = [{} for _ in questions]
+    details: list[dict[str, Any]] = [{} for _ in questions]
+    ingest_seconds = 0.0
+    with throwaway_home() as home, progress("running") as update:
+        done, total = 0, total_units + len(questions)
+        for corpus_id, indexes in by_corpus.items():
+            corpus_units = units.get(corpus_id, [])
+            started = time.perf_counter()
+            with ingest_corpus(corpus_id, corpus_units, base, home,
+                               _offset(update, done, len(corpus_units), total)) as space:
+                ingest_seconds += time.perf_counter() - started
                 done += len(corpus_units)
-        ingest_seconds = time.perf_counter() - started
-        latencies: list[float] = []
-        scored: list[tuple[str, dict[str, float]]] = []
-        details: list[dict[str, Any]] = []
-        with progress("questions") as update:
-            for index, question in enumerate(questions, start=1):
-                ranked, elapsed = spaces[question.corpus_id].ask(question.question, mode, as_of)
-                gold = bench.qrels[question.qid]
-                row = metrics.question_metrics(ranked, gold)
-                latencies.append(elapsed)
-                scored.append((question.category, row))
-                details.append(_detail(question, gold, ranked, row, elapsed))
-                update(index, len(questions))
-        query_seconds = sum(latencies) / 1000
-    config = _config(bench, base, mode=mode, source=source, questions=questions, corpora=needed,
-                     units=sum(len(units.get(c, [])) for c in needed), ingest_seconds=ingest_seconds,
-                     query_seconds=query_seconds, limit_questions=limit_questions, as_of=as_of)
-    return EvalRun(metrics.summarise(scored), latencies, config, details)
+                for index in indexes:
+                    question = questions[index]
+                    moment = as_of or question.asked_at or run_start
+                    ranked, elapsed = space.ask(question.question, mode, moment)
+                    rows[index] = bench.score(question.qid, ranked)
+                    latencies.append(elapsed)
+                    details[index] = _detail(question, bench.gold(question.qid), ranked, rows[index], elapsed,
+                                             moment)
+                    done += 1
+                    update(done, total)
+    config = _config(bench, base, mode=mode, source=source, questions=questions, corpora=list(by_corpus),
+                     units=total_units, ingest_seconds=ingest_seconds, query_seconds=sum(latencies) / 1000,
+                     limit_questions=limit_questions, as_of=as_of or run_start)
+    config.update(_coverage(bench, questions, rows, fixed_moment=as_of is not None, limited=limited))
+    scored = [(question.category, row) for question, row in zip(questions, rows, strict=True)]
+    return EvalRun(metrics.summarise(scored, bench.metric_names), latencies, config, details)
+
+
+def _coverage(bench: Benchmark, questions: list[Question], rows: list[dict[str, float]], *,
+              fixed_moment: bool, limited: bool) -> dict[str, Any]:
+    """What the averages stand on: questions asked at their own date, questions counted but not scored, and
+    any metric computed for only some questions (turn level without `has_answer` flags) with its count."""
+    partial = {name: sum(1 for row in rows if name in row) for name in bench.metric_names}
+    return {
+        "dated_questions": 0 if fixed_moment else sum(1 for q in questions if q.asked_at is not None),
+        "unscored": unscored_questions(bench, questions, limited=limited),
+        "questions_per_metric": {name: n for name, n in partial.items() if n < len(rows)},
+    }
+
+
+def unscored_questions(bench: Benchmark, asked: list[Question], *, limited: bool) -> dict[str, Any]:
+    """The questions without evidence (LoCoMo's unanswerable ones, LongMemEval's abstention questions):
+    neither asked nor scored, but counted, per category. With a limit: those among the questions up to the
+    last one asked, so the count describes the same stretch of the file."""
+    scored = {q.qid for q in bench.scored_questions()}
+    considered = list(bench.questions)
+    if limited and asked:
+        last = asked[-1].qid
+        considered = considered[:next(i for i, q in enumerate(considered) if q.qid == last) + 1]
+    by_category: dict[str, int] = {}
+    for question in considered:
+        if question.qid not in scored:
+            by_category[question.category] = by_category.get(question.category, 0) + 1
+    return {"n": sum(by_category.values()), "by_category": dict(sorted(by_category.items()))}
 
 
 @contextlib.contextmanager
@@ -111,7 +147,8 @@ def _no_progress(_label: str) -> Iterator[Update]:
 
 
 def _offset(update: Update, before: int, size: int, total: int) -> Update:
-    """One corpus's embedding progress (chunks) as the run's progress (units of all corpora)."""
+    """One corpus's embedding progress (chunks) as the run's progress (units of all corpora, then
+    questions)."""
     def forward(done: int, corpus_total: int) -> None:
         update(before + (size * done // corpus_total if corpus_total else size), total)
     return forward
@@ -143,7 +180,8 @@ def ingest_corpus(corpus_id: str, units: list[Unit], base: Settings, home: Path,
                                        "database_url": None, "project": project})
     service = Memory(settings)
     try:
-        records = [unit_to_record(unit, project, units[i - 1] if i else None) for i, unit in enumerate(units)]
+        records = [unit_to_record(unit, project, units[i - 1] if i else None, settings.max_memory_bytes)
+                   for i, unit in enumerate(units)]
         report = service.import_records(records, progress=progress)
         docs_of: dict[str, list[str]] = {}
         # Two units with the same text are one memory (dedup): a hit on it counts for both doc ids.
@@ -174,11 +212,12 @@ def throwaway_home() -> Iterator[Path]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def _detail(question: Question, gold: tuple[str, ...], ranked: list[str], row: dict[str, float],
-            elapsed: float) -> dict[str, Any]:
+def _detail(question: Question, gold: dict[str, list[str]], ranked: list[str], row: dict[str, float],
+            elapsed: float, asked_at: datetime) -> dict[str, Any]:
     return {"qid": question.qid, "category": question.category, "question": question.question,
-            "gold": list(gold), "ranked": list(dict.fromkeys(ranked))[:SEARCH_LIMIT],
-            "metrics": {k: round(v, 4) for k, v in row.items()}, "latency_ms": round(elapsed, 2)}
+            **gold, "ranked": list(dict.fromkeys(ranked))[:SEARCH_LIMIT],
+            "metrics": {k: round(v, 4) for k, v in row.items()}, "latency_ms": round(elapsed, 2),
+            "asked_at": asked_at.isoformat(timespec="seconds")}
 
 
 def _config(bench: Benchmark, base: Settings, *, mode: str, source: str | None, questions: list[Question],

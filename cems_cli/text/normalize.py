@@ -47,3 +47,15 @@ def clean_context(context: str | None) -> str | None:
         return None
     text = " ".join(context.replace("\x00", "").split())
     return text[:MAX_CONTEXT_CHARS] or None
+
+
+TRUNCATED_MARK = "\n[… truncated: over CEMS_MAX_MEMORY_BYTES]"
+
+
+def truncate_to_bytes(text: str, limit: int) -> str:
+    """`text` if it fits in `limit` bytes of UTF-8, else its head (cut at a character) and a mark."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    keep = limit - len(TRUNCATED_MARK.encode("utf-8"))
+    return data[:keep].decode("utf-8", errors="ignore").rstrip() + TRUNCATED_MARK

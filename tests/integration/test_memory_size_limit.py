@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from cems_cli.service import TRUNCATED_MARK, MemoryService, UserError
+from cems_cli.service import MemoryService, UserError
+from cems_cli.text.normalize import TRUNCATED_MARK
 
 LIMIT = 16 * 1024
 LONG = "The deploy pipeline waits for the canary before the rollout. " * 600  # ~37 KB
