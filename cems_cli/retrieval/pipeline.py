@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     from cems_cli.llm import LLMClient
     from cems_cli.results import SearchResult
     from cems_cli.retrieval.types import Candidate, QueryAnalysis, RankedList
+    from cems_cli.store.lexical import ChunkHit
     from cems_cli.store.memories import Identity
     from cems_cli.store.records import MemoryRecord
-    from cems_cli.store.search import ChunkHit, SearchFilters
+    from cems_cli.store.search import SearchFilters
 
 SNIPPET_CHARS = 300
 DEDUP_WINDOW_FACTOR = 3
@@ -103,6 +104,7 @@ class Trace:
 
 def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     from cems_cli.store import search as store_search
+    from cems_cli.store.lexical import lexical_hits
 
     settings = deps.settings
     trace = Trace()
@@ -147,7 +149,7 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     if short_circuited:
         trace.stages["short_circuited"] = short_circuited
     if mode != "vector":
-        lexical_cache[request.query] = store_search.lexical_hits(conn, request.query, filters, depth)
+        lexical_cache[request.query] = lexical_hits(conn, request.query, filters, depth)
         signal = _strong_signal(lexical_cache[request.query], settings)
         trace.stages["strong_signal"] = signal
         if llm is not None and not signal["skip_expansion"] and "expansions" not in short_circuited:
@@ -168,7 +170,7 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
         if variant.lexical:
             hits = lexical_cache.get(variant.text)
             if hits is None:
-                hits = store_search.lexical_hits(conn, variant.text, filters, depth)
+                hits = lexical_hits(conn, variant.text, filters, depth)
             chunk_lists.append((variant, "lexical", hits))
     trace.stages["queries"] = [{"name": v.name, "text": v.text, "original": v.is_original} for v in variants]
     trace.lap("retrieve")
@@ -312,7 +314,8 @@ def _preference_profile(deps: SearchDeps, filters: SearchFilters) -> list[str]:
     """The user's own 'I use / I prefer' statements ground the preference variant of synthesis."""
     from dataclasses import replace
 
-    from cems_cli.store.search import fetch_documents, lexical_hits
+    from cems_cli.store.lexical import lexical_hits
+    from cems_cli.store.search import fetch_documents
 
     probe = lexical_hits(
         deps.conn, "I prefer like use always usually favorite", replace(filters, category="preferences"), 8

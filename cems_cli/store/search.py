@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import math
 import time
 import weakref
 from collections.abc import Sequence
@@ -13,6 +11,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from cems_cli.store.lexical import ChunkHit
 from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
@@ -27,18 +26,7 @@ class SearchFilters:
     project: str | None = None
 
 
-@dataclass(frozen=True)
-class ChunkHit:
-    chunk_id: str
-    document_id: str
-    chunk_index: int
-    score: float  # cosine similarity for vector hits, BM25 for lexical hits
-    # Lexical hits: the BM25 score of a memory of average length holding every query term (the sum of the
-    # terms' IDF). Fusion measures how much of the query a match covers against it.
-    full_match: float = 0.0
-
-
-def _where(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
+def filter_clause(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
     vis, params = visibility_clause(filters.identity, filters.scope)
     where = [vis, live_clause()]
     if not filters.category:
@@ -71,7 +59,7 @@ def prepare_session(conn: psycopg.Connection) -> None:
 def vector_hits(
     conn: psycopg.Connection, query_vector: np.ndarray, filters: SearchFilters, limit: int
 ) -> list[ChunkHit]:
-    where, params = _where(filters)
+    where, params = filter_clause(filters)
     params.update(q=query_vector, limit=limit)
     sql = (
         "SELECT c.id, c.document_id, c.chunk_index, 1 - (c.embedding <=> %(q)s) AS sim "
@@ -141,117 +129,6 @@ def _hnsw_rows(conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> li
         raise
 
 
-# BM25 parameters (the usual defaults). Term frequency is taken as 1: memories are short and a word
-# said twice in one memory rarely makes it twice as relevant.
-BM25_K1 = 1.2
-BM25_B = 0.4  # memories are short and similar in length: length matters less than usual
-# A query term found only in a memory's context (weight D), not in its content (weight A), counts this much.
-CONTEXT_TERM_WEIGHT = 0.5
-
-
-# Query terms that stand next to each other ("support group", "dog park") and stand so in a memory's content
-# add this much of their mean IDF: proximity is evidence that single terms cannot give. Measured on LoCoMo
-# (no LLM): Recall@10 +0.003 on each half of the conversations at 1.0; 0.5 and 1.5 gained less.
-PHRASE_WEIGHT = 1.0
-# Terms at most this many places apart in the query count as a pair (stop words in between keep their
-# places, so "trip to the beach" pairs 'trip' and 'beach' at distance 3 and matches "trip to the beach").
-PHRASE_MAX_DISTANCE = 3
-
-
-@dataclass(frozen=True)
-class LexicalTerms:
-    lexemes: list[str]  # distinct stemmed, stopword-free lexemes (the english text search configuration)
-    pairs: list[tuple[str, str, int]]  # (first, second, distance) of neighbouring lexemes in the query
-
-
-def neighbouring_pairs(
-    positions: dict[str, Sequence[int]], max_distance: int = PHRASE_MAX_DISTANCE
-) -> list[tuple[str, str, int]]:
-    """Distinct (first, second, distance) for lexemes that follow each other in the query within
-    `max_distance` places; a lexeme next to itself ("very very") is no phrase."""
-    ordered = sorted((place, lexeme) for lexeme, places in positions.items() for place in places)
-    pairs: dict[tuple[str, str, int], None] = {}
-    for (place, first), (next_place, second) in itertools.pairwise(ordered):
-        if first != second and 0 < next_place - place <= max_distance:
-            pairs.setdefault((first, second, next_place - place), None)
-    return list(pairs)
-
-
-def lexical_terms(conn: psycopg.Connection, query: str) -> LexicalTerms:
-    """The query's lexemes and neighbouring pairs, in one round trip."""
-    rows = conn.execute(
-        "SELECT lexeme, positions FROM unnest(to_tsvector('english', %s))", (query,)
-    ).fetchall()
-    positions = {row[0]: list(row[1] or ()) for row in rows}
-    return LexicalTerms(sorted(positions), neighbouring_pairs(positions))
-
-
-def _quoted(lexeme: str) -> str:
-    """A lexeme as tsquery text: quoted, so any character in it is taken literally."""
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-def _phrase(first: str, second: str, distance: int) -> str:
-    """Two lexemes `distance` places apart, both in the content (weight A)."""
-    return f"{_quoted(first)}:A <{distance}> {_quoted(second)}:A"
-
-
-def lexical_hits(conn: psycopg.Connection, query: str, filters: SearchFilters, limit: int) -> list[ChunkHit]:
-    """BM25 over the full-text index: any query term may match (natural questions rarely contain every
-    term), and rare terms count more than common ones (inverse document frequency over what the asker can
-    see). PostgreSQL's own ts_rank has no IDF, which on conversational memories ranks filler words as
-    highly as names and topics. Neighbouring query terms found side by side in a memory add a phrase bonus."""
-    terms = lexical_terms(conn, query)
-    lexemes = terms.lexemes
-    if not lexemes:
-        return []
-    where, params = _where(filters)
-    # Each lexeme as a tsquery, once for any weight and once for content only (weight A). The SQL text is the
-    # same for every query, so psycopg prepares it after a few runs and the server stops re-planning it.
-    params.update(
-        any_weight=[_quoted(lexeme) for lexeme in lexemes],
-        content_only=[_quoted(lexeme) + ":A" for lexeme in lexemes],
-    )
-    # Document frequencies come from the GIN index, one probe per term, and count content only (a memory's
-    # context repeats its neighbours' words). N counts the visible documents, no chunk scan.
-    stats = conn.execute(
-        f"SELECT (SELECT count(*) FROM memory_documents d WHERE {where}), "
-        "  array(SELECT (SELECT count(*) FROM memory_chunks c JOIN memory_documents d "
-        f"                ON d.id = c.document_id WHERE c.search_vector @@ t.q AND {where}) "
-        "        FROM unnest(%(content_only)s::tsquery[]) WITH ORDINALITY AS t(q, i) ORDER BY t.i)",
-        params,
-    ).fetchone()
-    total, frequencies_found = int(stats[0]), stats[1]
-    idf = [math.log(1.0 + (total - df + 0.5) / (df + 0.5)) for df in frequencies_found]
-    idf_of = dict(zip(lexemes, idf, strict=True))
-    params.update(
-        idf=idf, limit=limit, k1=BM25_K1, b=BM25_B, ctx=CONTEXT_TERM_WEIGHT,
-        any_term=" | ".join(params["any_weight"]),
-        phrases=[_phrase(*pair) for pair in terms.pairs],
-        phrase_weights=[PHRASE_WEIGHT * (idf_of[a] + idf_of[b]) / 2 for a, b, _ in terms.pairs],
-    )
-    # The average length is taken over the matching chunks (a window over the match set, no extra scan).
-    rows = conn.execute(
-        "WITH m AS ("
-        "  SELECT c.id, c.document_id, c.chunk_index, length(ts_filter(c.search_vector, '{a}')) AS dl, "
-        "    (SELECT sum(t.idf * CASE WHEN c.search_vector @@ t.qa THEN 1.0 ELSE %(ctx)s END) "
-        "     FROM unnest(%(any_weight)s::tsquery[], %(content_only)s::tsquery[], %(idf)s::float8[]) "
-        "       AS t(q, qa, idf) "
-        "     WHERE c.search_vector @@ t.q) "
-        "    + coalesce((SELECT sum(p.w) FROM unnest(%(phrases)s::tsquery[], %(phrase_weights)s::float8[]) "
-        "       AS p(q, w) WHERE c.search_vector @@ p.q), 0) AS s "
-        "  FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
-        f" WHERE c.search_vector @@ %(any_term)s::tsquery AND {where}) "
-        "SELECT id, document_id, chunk_index, "
-        "  s * (%(k1)s + 1) / (1 + %(k1)s * (1 - %(b)s + %(b)s * dl / greatest(avg(dl) OVER (), 1))) "
-        "  AS score "
-        "FROM m ORDER BY score DESC, id LIMIT %(limit)s",
-        params,
-    ).fetchall()
-    full_match = sum(idf)
-    return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3]), full_match) for r in rows]
-
-
 def fetch_documents(conn: psycopg.Connection, document_ids: Sequence[str]) -> dict[str, MemoryRecord]:
     if not document_ids:
         return {}
@@ -311,7 +188,7 @@ def session_positions(
     for the given documents; the sessions' other memories are only counted, never fetched."""
     if not sessions or not document_ids:
         return {}
-    where, params = _where(filters)
+    where, params = filter_clause(filters)
     params.update(sessions=list(sessions), ids=list(document_ids))
     rows = conn.execute(
         "SELECT id, tag, pos FROM ("

@@ -6,6 +6,7 @@ import pytest
 
 from cems_cli.config import get_settings
 from cems_cli.service import MemoryService
+from cems_cli.store import lexical as store_lexical
 from cems_cli.store import search as store_search
 
 PHRASE = "Caroline went to the support group meeting on Tuesday evening."
@@ -21,7 +22,8 @@ def service(env):
 
 def _scores(service: MemoryService, query: str) -> dict[str, float]:
     filters = store_search.SearchFilters(identity=service.identity)
-    return {hit.document_id: hit.score for hit in store_search.lexical_hits(service.conn, query, filters, 10)}
+    hits = store_lexical.lexical_hits(service.conn, query, filters, 10)
+    return {hit.document_id: hit.score for hit in hits}
 
 
 def test_terms_side_by_side_outrank_the_same_terms_apart(service):
@@ -31,7 +33,7 @@ def test_terms_side_by_side_outrank_the_same_terms_apart(service):
     assert scores[near] > scores[apart] > 0
     # Without the bonus both memories hold the same two terms: the bonus is what separates them.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(store_search, "PHRASE_WEIGHT", 0.0)
+        patch.setattr(store_lexical, "PHRASE_WEIGHT", 0.0)
         plain = _scores(service, "support group")
     assert scores[near] > plain[near]
     assert scores[apart] == pytest.approx(plain[apart])
@@ -40,7 +42,7 @@ def test_terms_side_by_side_outrank_the_same_terms_apart(service):
 def test_a_phrase_only_in_the_context_earns_no_bonus(service):
     memory, _ = service.remember(CONTEXT_ONLY, context="She skipped the support group this week.")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(store_search, "PHRASE_WEIGHT", 0.0)
+        patch.setattr(store_lexical, "PHRASE_WEIGHT", 0.0)
         plain = _scores(service, "support group")
     assert _scores(service, "support group")[memory] == pytest.approx(plain[memory])
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cems_cli.store.search import _phrase, neighbouring_pairs
+from cems_cli.store.lexical import _phrase, neighbouring_pairs
 
 
 def test_adjacent_terms_pair_in_query_order():

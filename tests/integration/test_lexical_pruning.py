@@ -1,0 +1,95 @@
+"""BM25 at scale: statistics kept per connection and max-score pruning (store/lexical.py) against the real
+server. Pruning must return exactly what scoring every matching chunk returns; a small store's statistics are
+counted afresh on every search, so a memory just written counts at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from cems_cli.config import get_settings
+from cems_cli.service import MemoryService
+from cems_cli.store import lexical
+from cems_cli.store.search import SearchFilters
+
+# Every memory says "deploy"; "pipeline", "staging" and "rollback" are ever rarer, "canary" is held by two.
+TEXTS = [
+    f"Memo {n}: the deploy "
+    + ("pipeline " if n % 2 == 0 else "")
+    + ("staging " if n % 5 == 0 else "")
+    + ("rollback " if n % 9 == 0 else "")
+    + ("canary " if n in (7, 31) else "")
+    + "notes for the team."
+    for n in range(48)
+]
+
+
+@pytest.fixture
+def service(env):
+    from cems_cli.bulk import import_memories
+
+    with MemoryService(get_settings()) as svc:
+        import_memories(svc, [svc.prepare(text) for text in TEXTS])
+        svc.remember("A preference: the deploy pipeline runs on staging first.", category="preferences")
+        yield svc
+
+
+def _hits(service: MemoryService, query: str, limit: int, **filters) -> list[tuple[str, float]]:
+    found = lexical.lexical_hits(service.conn, query, SearchFilters(identity=service.identity, **filters),
+                                 limit)
+    return [(hit.document_id, round(hit.score, 9)) for hit in found]
+
+
+@pytest.mark.parametrize("query", [
+    "deploy pipeline staging rollback",  # the rare term decides: pruned to its chunks
+    "canary deploy pipeline",  # two chunks hold the rarest term: fewer than the limit, the next term joins
+    "deploy notes",  # every chunk holds both
+    "staging rollback canary xylophone",  # a term no chunk holds
+])
+@pytest.mark.parametrize("limit", [3, 10])
+def test_pruned_scoring_returns_what_scoring_every_match_returns(service, monkeypatch, query, limit):
+    monkeypatch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 10**9)  # every term first: no pruning
+    every = _hits(service, query, limit)
+    monkeypatch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 1)  # the rarest term alone first
+    assert _hits(service, query, limit) == every
+    assert len(every) == limit
+
+
+def test_pruning_scores_fewer_chunks(service, monkeypatch):
+    seen: list[list[str]] = []
+    run = lexical._Scoring.run
+
+    def recording(self, conn, matching):
+        seen.append(list(matching))
+        return run(self, conn, matching)
+
+    monkeypatch.setattr(lexical._Scoring, "run", recording)
+    monkeypatch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 1)
+    _hits(service, "deploy pipeline rollback", 3)
+    assert seen == [["rollback"]]  # six chunks hold it, each above what "deploy pipeline" alone can score
+
+
+def test_filters_that_drop_the_best_chunks_still_fill_the_limit(service, monkeypatch):
+    """The best chunks are checked against the memories' filters first; when those drop too many (here a
+    category filter, and no room beyond the limit itself), every match is joined."""
+    monkeypatch.setattr(lexical, "FIRST_LIMIT_FACTOR", 1)
+    found = _hits(service, "deploy pipeline staging", 3, category="preferences")
+    assert len(found) == 1
+    assert _hits(service, "deploy pipeline staging", 3, category="general")[0][1] > 0
+
+
+def test_a_memory_just_written_counts_at_once_in_a_small_store(service):
+    assert _hits(service, "zeppelin", 5) == []
+    made, _ = service.remember("The zeppelin hangar holds the deploy notes.")
+    assert [doc for doc, _ in _hits(service, "zeppelin", 5)] == [made]
+
+
+def test_a_large_store_keeps_its_statistics_for_a_while(service, monkeypatch):
+    monkeypatch.setattr(lexical, "STATS_CACHE_MIN_CHUNKS", 10)
+    lexical.forget_stats(service.conn)
+    before = _hits(service, "canary", 5)
+    service.remember("A third canary note, written after the statistics were counted.")
+    # N and the term's frequency are those of the first search: the two old chunks score as before.
+    after = dict(_hits(service, "canary", 5))
+    assert all(after[doc] == score for doc, score in before)
+    lexical.forget_stats(service.conn)
+    assert all(dict(_hits(service, "canary", 5))[doc] != score for doc, score in before)
