@@ -255,6 +255,7 @@ class Memory:
         min_score: float | None = None,
         min_relative: float | None = None,
         min_similarity: float | None = None,
+        min_confidence: float | None = None,
         mode: str | None = None,
         timeout: float | None = None,
     ) -> list[SearchResult]:
@@ -268,7 +269,8 @@ class Memory:
         deadline = time.monotonic() + timeout if timeout else None
         return self._service.recall(
             prompt, project=project, limit=limit, token_budget=token_budget, min_score=min_score,
-            min_relative=min_relative, min_similarity=min_similarity, mode=mode, deadline=deadline,
+            min_relative=min_relative, min_similarity=min_similarity, min_confidence=min_confidence,
+            mode=mode, deadline=deadline,
         )
 
     def profile(self, project: str | None = None, token_budget: int | None = None) -> str:

@@ -144,6 +144,7 @@ class Settings(CemsSettingsBase):
     recall_min_score: float = Field(default=defaults.RECALL_MIN_SCORE, ge=0, le=1)
     recall_min_relative: float = Field(default=defaults.RECALL_MIN_RELATIVE, ge=0, le=1)
     recall_min_similarity: float = Field(default=defaults.RECALL_MIN_SIMILARITY, ge=0, le=1)
+    recall_min_confidence: float = Field(default=defaults.RECALL_MIN_CONFIDENCE, ge=0, le=1)
 
     # Lifecycle maintenance (cems_cli/maintain.py): a captured session `context` memory neither accessed nor
     # updated for this many days expires; an archived memory is deleted for good this many days later.

@@ -18,6 +18,10 @@ RECALL_MIN_RELATIVE = 0.6  # CEMS_RECALL_MIN_RELATIVE: nor below this share of t
 # meaning. Stricter than `cems search` (MIN_SIMILARITY), where the user asked: MiniLM puts nonsense such as
 # "xyzzy plugh frobnicate" at 0.23 from a real memory. No useful memory of the capture benchmark was lost.
 RECALL_MIN_SIMILARITY = 0.3
+# CEMS_RECALL_MIN_CONFIDENCE: nothing less likely than this to answer the prompt is injected (a probability,
+# retrieval/confidence.py). Off: calibrated on LoCoMo, it does not separate useful from useless memories on
+# the capture benchmark (0.02 costs a fact for 0.7 points of noise, 0.08 recall 0.79; bench/RESULTS.md).
+RECALL_MIN_CONFIDENCE = 0.0
 
 # What the SessionStart hook injects: pinned guidelines, preferences, recent context of the project.
 PROFILE_TOKEN_BUDGET = 2000

@@ -31,6 +31,7 @@ LIVE_KEYS = (
     "rrf_original_weight", "rrf_expansion_weight", "rerank_backend", "rerank_input_limit",
     "relevance_threshold", "min_similarity", "strong_signal_threshold", "strong_signal_gap",
     "recall_limit", "recall_token_budget", "recall_min_score", "recall_min_relative", "recall_min_similarity",
+    "recall_min_confidence",
     "llm_model", "llm_timeout", "context_ttl_days", "archive_grace_days",
 )
 SOURCES = ("environment", "user", "team", "config.toml", "default")

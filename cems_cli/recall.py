@@ -10,21 +10,39 @@ if TYPE_CHECKING:
 
 
 
-def _line(memory_id: str, category: str, created: str, text: str) -> str:
+def _line(memory_id: str, category: str, created: str, text: str, about: str = "") -> str:
     flat = " ".join(text.split())
-    return f"- [{memory_id[:8]}] ({category}, {created[:10]}) {flat}"
+    return f"- [{memory_id[:8]}] ({category}, {created[:10]}{about}) {flat}"
 
 
-def format_recall(results: list[dict[str, Any]]) -> str:
-    """A `<memory-recall>` block of factual statements, with ids so the agent can cite or forget them."""
+def _about(result: dict[str, Any], project: str | None) -> str:
+    """", confidence 0.82; session 1a2b3c4d, transcript line 12": how sure, and where it came from (the
+    project part is left out for the prompt's own project)."""
+    parts = []
+    if isinstance(result.get("confidence"), (int, float)):
+        parts.append(f", confidence {result['confidence']:.2f}")
+    cited = result.get("citation")
+    if isinstance(cited, str) and cited:
+        if project:
+            cited = cited.replace(f" (project {project.removeprefix('project:')})", "")
+            cited = cited.replace(f" in project {project.removeprefix('project:')}", "")
+        parts.append(f"; {cited}")
+    return "".join(parts)
+
+
+def format_recall(results: list[dict[str, Any]], project: str | None = None) -> str:
+    """A `<memory-recall>` block of factual statements, with ids so the agent can cite or forget them, how
+    likely each is to answer the prompt, and where each came from."""
     if not results:
         return ""
     lines = [
-        _line(r["id"], r["category"], r.get("created_at", ""), r.get("snippet") or r["content"])
+        _line(r["id"], r["category"], r.get("created_at", ""), r.get("snippet") or r["content"],
+              _about(r, project))
         for r in results
     ]
     return (
-        "<memory-recall>\nMemories from earlier sessions that may be relevant (id, category, date):\n"
+        "<memory-recall>\nMemories from earlier sessions that may be relevant "
+        "(id, category, date, confidence, source):\n"
         + "\n".join(lines)
         + "\n</memory-recall>"
     )

@@ -23,6 +23,7 @@ class SearchResult:
     explain: dict[str, Any] = field(default_factory=dict)
     context: list[str] = field(default_factory=list)  # neighbouring chunks of a long memory
     source: str | None = None  # manual, session, observer, tool, import, rule…
+    confidence: float = 0.0  # how likely this memory answers the query, 0..1 (retrieval/confidence.py)
 
     @property
     def citation(self) -> str:
@@ -33,6 +34,7 @@ class SearchResult:
         data = {
             "id": self.id,
             "score": round(self.score, 6),
+            "confidence": round(self.confidence, 4),
             "category": self.category,
             "content": self.content,
             "snippet": self.snippet,

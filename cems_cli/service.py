@@ -437,6 +437,7 @@ class MemoryService:
         min_score: float | None = None,
         min_relative: float | None = None,
         min_similarity: float | None = None,
+        min_confidence: float | None = None,
         mode: str | None = None,
         deadline: float | None = None,
     ) -> list[SearchResult]:
@@ -461,6 +462,7 @@ class MemoryService:
             min_score=s.recall_min_score if min_score is None else min_score,
             min_relative=s.recall_min_relative if min_relative is None else min_relative,
             min_similarity=s.recall_min_similarity if min_similarity is None else min_similarity,
+            min_confidence=s.recall_min_confidence if min_confidence is None else min_confidence,
             deadline=deadline,
         )
         self.take_search()

@@ -126,12 +126,14 @@ def search(
         ("#", "dim"),
         ("id", "cyan"),
         ("score", "green"),
+        ("conf", "green"),
         ("category", "magenta"),
         ("memory", ""),
     ):
         table.add_column(column, style=style, overflow="fold")
     for rank, result in enumerate(results, start=1):
-        table.add_row(str(rank), short_id(result.id), f"{result.score:.3f}", result.category, result.snippet)
+        table.add_row(str(rank), short_id(result.id), f"{result.score:.3f}", f"{result.confidence:.2f}",
+                      result.category, result.snippet)
     console.print(table)
     if explain:
         _print_explain(results)

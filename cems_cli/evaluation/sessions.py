@@ -68,7 +68,8 @@ TARGETS: dict[str, tuple[str, float]] = {
 }
 # Recall settings unset for the run: the benchmark measures the recall a user gets by default.
 _RECALL_VARS = ("CEMS_RECALL_TOKEN_BUDGET", "CEMS_RECALL_LIMIT", "CEMS_RECALL_MIN_SCORE",
-                "CEMS_RECALL_MIN_RELATIVE", "CEMS_RECALL_MIN_SIMILARITY", "CEMS_RECALL_TIME_BUDGET")
+                "CEMS_RECALL_MIN_RELATIVE", "CEMS_RECALL_MIN_SIMILARITY", "CEMS_RECALL_MIN_CONFIDENCE",
+                "CEMS_RECALL_TIME_BUDGET")
 _IDLE_SECONDS = 86_400.0  # no session goes idle during the replay; the final pass moves the clock past it
 _SERVER_START_SECONDS = 180.0
 _WARM_UP = "How do I run the tests in this project?"
@@ -539,6 +540,7 @@ def _config(dataset: SessionSet, settings: Settings, *, questions: list[SessionQ
         "recall": {"limit": defaults.RECALL_LIMIT, "token_budget": defaults.RECALL_TOKEN_BUDGET,
                    "min_score": defaults.RECALL_MIN_SCORE, "min_relative": defaults.RECALL_MIN_RELATIVE,
                    "min_similarity": defaults.RECALL_MIN_SIMILARITY,
+                   "min_confidence": defaults.RECALL_MIN_CONFIDENCE,
                    "time_budget_s": defaults.RECALL_TIME_BUDGET},
         "time_shift_days": round(shift_days, 2),
         "llm_configured": settings.llm_configured,

@@ -364,11 +364,20 @@ def fact_present(fact: Fact, text: str) -> bool:
 
 
 _MEMORY_LINE = re.compile(r"^- \[[^\]]*\] ")
+# "- [id] (category, date, confidence 0.82; session 1a2b3c4d (project x)) text": the header, one level of
+# parentheses inside it.
+_LINE_HEADER = re.compile(r"^- \[[^\]]*\] (?:\((?:[^()]|\([^()]*\))*\) )?")
 
 
 def memory_lines(block: str) -> list[str]:
     """The recalled memories of a `<memory-recall>` block, one per line (format_recall's layout)."""
     return [line for line in block.splitlines() if _MEMORY_LINE.match(line)]
+
+
+def memory_text(line: str) -> str:
+    """What a recalled line says, without its header (id, category, date, confidence, source): a fact is
+    found in what a memory says, never in the words the block adds around it ("session", "patterns")."""
+    return _LINE_HEADER.sub("", line, count=1)
 
 
 @dataclass
@@ -400,15 +409,17 @@ class QuestionScore:
 def score_block(question: SessionQuestion, block: str, count_tokens: Callable[[str], int]) -> QuestionScore:
     """Which facts the injected block holds, and which of its memories are useful, noise or distractors."""
     lines = memory_lines(block)
-    present = [fact_present(fact, block) for fact in question.facts]
+    texts = [memory_text(line) for line in lines]
+    said = "\n".join(texts)
+    present = [fact_present(fact, said) for fact in question.facts]
     # A fact present only across several memories: each memory holding one of its keywords helps.
     spread = [fact for fact, found in zip(question.facts, present, strict=True)
-              if found and not any(fact_present(fact, line) for line in lines)]
+              if found and not any(fact_present(fact, text) for text in texts)]
     scored: list[LineScore] = []
-    for line in lines:
-        useful = any(fact_present(fact, line) for fact in question.facts) or any(
-            keyword_present(keyword, line) for fact in spread for keyword in fact)
-        distractor = not useful and any(fact_present(fact, line) for fact in question.distractors)
+    for line, text in zip(lines, texts, strict=True):
+        useful = any(fact_present(fact, text) for fact in question.facts) or any(
+            keyword_present(keyword, text) for fact in spread for keyword in fact)
+        distractor = not useful and any(fact_present(fact, text) for fact in question.distractors)
         scored.append(LineScore(line, count_tokens(line), useful, distractor))
     return QuestionScore(present, scored)
 

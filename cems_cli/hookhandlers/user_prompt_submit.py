@@ -46,6 +46,7 @@ _RECALL_OVERRIDES = (
     ("min_score", "CEMS_RECALL_MIN_SCORE", float),
     ("min_relative", "CEMS_RECALL_MIN_RELATIVE", float),
     ("min_similarity", "CEMS_RECALL_MIN_SIMILARITY", float),
+    ("min_confidence", "CEMS_RECALL_MIN_CONFIDENCE", float),
 )
 
 
@@ -88,7 +89,7 @@ def handle(payload: dict) -> dict | None:
         return None
     from cems_cli.recall import format_recall
 
-    text = format_recall(answer["results"])
+    text = format_recall(answer["results"], project)
     return additional_context_answer("UserPromptSubmit", text) if text else None
 
 

@@ -54,6 +54,8 @@ class SearchRequest:
     min_relative: float | None = None
     # A memory sharing no word with the query needs at least this cosine (None: CEMS_MIN_SIMILARITY).
     min_similarity: float | None = None
+    # Nothing less likely than this to answer the query is returned (retrieval/confidence.py).
+    min_confidence: float | None = None
     # The moment the question is asked: time decay, time cues and "yesterday" count from it. None is the
     # current time; a fixed moment makes a search reproducible (`cems eval --as-of`).
     now: datetime | None = None
@@ -225,6 +227,9 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     if request.min_relative and adjusted:
         floor = request.min_relative * max(c.score for c in adjusted)
         adjusted = [c for c in adjusted if c.score >= floor]
+    _rate_confidence(adjusted)
+    if request.min_confidence is not None:
+        adjusted = [c for c in adjusted if c.confidence >= request.min_confidence]
     trace.lap("filter_adjust")
 
     # 10. Assembly within the token budget (MMR across sessions for aggregation questions).
@@ -234,6 +239,26 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
 
 
 # --- stages -----------------------------------------------------------------------------------------------
+
+
+def _rate_confidence(candidates: list[Candidate]) -> None:
+    """Each candidate's confidence (retrieval/confidence.py), from its evidence and its adjusted score
+    relative to the best one's."""
+    from cems_cli.models import CAPTURED_SOURCES
+    from cems_cli.retrieval.confidence import confidence
+
+    if not candidates:
+        return
+    best = max(c.explain["adjust"]["unclamped"] for c in candidates)
+    for cand in candidates:
+        rerank = (cand.explain.get("rerank") or {}).get("rerank")
+        relative = cand.explain["adjust"]["unclamped"] / best if best > 0 else 0.0
+        captured = cand.source in CAPTURED_SOURCES and not cand.pinned
+        cand.confidence = confidence(cosine=cand.vector_score, lexical=cand.lexical_score, relative=relative,
+                                     rerank=rerank, captured=captured)
+        cand.explain["confidence"] = {"cosine": cand.vector_score, "lexical": cand.lexical_score,
+                                      "relative": relative, "rerank": rerank, "captured": captured,
+                                      "confidence": cand.confidence}
 
 
 def _zero_weight_lists(settings: Settings, mode: str) -> list[str]:
@@ -527,6 +552,7 @@ def _results(
             SearchResult(
                 id=cand.document_id,
                 score=cand.score,
+                confidence=cand.confidence,
                 category=record.category,
                 content=record.content,
                 snippet=best_snippet(cand.content, terms, SNIPPET_CHARS),

@@ -47,6 +47,7 @@ class Candidate:
     vector_score: float = 0.0  # cosine similarity of this chunk to the original query, 0..1
     lexical_score: float = 0.0  # normalised lexical score, 0..1
     score: float = 0.0
+    confidence: float = 0.0  # how likely it answers the query, 0..1 (retrieval/confidence.py)
     explain: dict[str, Any] = field(default_factory=dict)
 
 

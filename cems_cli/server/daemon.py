@@ -95,6 +95,7 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             min_score=_number(request, "min_score", float),
             min_relative=_number(request, "min_relative", float),
             min_similarity=_number(request, "min_similarity", float),
+            min_confidence=_number(request, "min_confidence", float),
             mode=str(request["mode"]) if request.get("mode") else None,
             timeout=(budget_ms / 1000) if (budget_ms := _number(request, "budget_ms", float)) else None,
         )

@@ -71,6 +71,19 @@ def test_a_prompt_that_matches_no_memory_injects_nothing(served):
     assert (code, out) == (0, ""), err
 
 
+def test_each_injected_memory_shows_its_confidence_and_origin_and_a_floor_holds_back_the_unsure(served):
+    environment = {**served, "CEMS_RECALL_TIME_BUDGET": "30"}
+    code, out, err = _run("user_prompt_submit.py", _prompt("how do I run the test suite?"), environment)
+    assert code == 0, err
+    first = json.loads(out)["hookSpecificOutput"]["additionalContext"].splitlines()[2]
+    header = first[first.index("(") : first.index(") ") + 1]
+    confidence = float(header.split("confidence ")[1].split(";")[0])
+    assert 0 < confidence < 1 and "; written by hand" in header and "make test" in first
+    environment["CEMS_RECALL_MIN_CONFIDENCE"] = f"{confidence + 0.01:.2f}"
+    code, out, err = _run("user_prompt_submit.py", _prompt("how do I run the test suite?"), environment)
+    assert (code, out) == (0, ""), err
+
+
 @pytest.mark.parametrize("prompt", ["ok", "yes", "continue", "Thanks!", "  go ahead. "])
 def test_trivial_prompts_inject_nothing(served, prompt):
     assert _run("user_prompt_submit.py", _prompt(prompt), served) == (0, "", "")

@@ -190,3 +190,15 @@ def test_committed_set_size_and_shape():
         assert bool(question.facts) == bool(evidence[question.qid])
     asked = latest_moment(dataset)
     assert asked is not None and all(t.started < asked.isoformat() for t in dataset.transcripts)
+
+
+def test_a_fact_is_found_in_what_a_memory_says_never_in_its_header():
+    from cems_cli.evaluation.sessions_data import memory_text
+
+    line = ("- [1a2b3c4d] (patterns, 2026-11-20, confidence 0.82; session 1a2b3c4d, transcript line 12 "
+            "(project acme/web)) Run `make test` before pushing.")
+    assert memory_text(line) == "Run `make test` before pushing."
+    assert memory_text("- [1a2b3c4d] (learnings, 2026-11-20) x (y)") == "x (y)"
+    # _block writes "(patterns, 2026-11-02)" headers: "patterns" there answers nothing.
+    score = score_block(_question([["patterns", "pnpm"]]), _block("Use pnpm here."), words)
+    assert score.facts_present == [False] and not score.lines[0].useful

@@ -1,0 +1,32 @@
+"""What the prompt hook injects: each memory with id, category, date, confidence and where it came from."""
+
+from __future__ import annotations
+
+from cems_cli.recall import format_recall
+
+
+def _result(content: str, citation: str, confidence: float) -> dict:
+    return {"id": "1a2b3c4d5e6f", "category": "learnings", "created_at": "2026-11-20T10:00:00+00:00",
+            "content": content, "snippet": content, "confidence": confidence, "citation": citation}
+
+
+def test_each_line_shows_confidence_and_citation_without_the_prompts_own_project():
+    block = format_recall([
+        _result("`pnpm test` needs `docker compose up -d` first.",
+                "session 1a2b3c4d, transcript line 12 (project acme/api)", 0.8234),
+        _result("We deploy on Fridays.", "written by hand (project acme/web)", 0.31),
+        _result("`make lint` runs ruff.", "tool calls in project acme/api", 0.5),
+    ], "project:acme/api")
+    lines = block.splitlines()
+    assert lines[0] == "<memory-recall>" and lines[-1] == "</memory-recall>"
+    assert lines[2] == ("- [1a2b3c4d] (learnings, 2026-11-20, confidence 0.82; session 1a2b3c4d, transcript "
+                        "line 12) `pnpm test` needs `docker compose up -d` first.")
+    assert "(learnings, 2026-11-20, confidence 0.31; written by hand (project acme/web)) We" in lines[3]
+    assert "confidence 0.50; tool calls) `make lint`" in lines[4]
+
+
+def test_results_without_confidence_or_citation_keep_the_short_header():
+    block = format_recall([{"id": "abcdef123456", "category": "patterns", "created_at": "2026-11-02",
+                            "content": "Run `make test`."}])
+    assert "- [abcdef12] (patterns, 2026-11-02) Run `make test`." in block
+    assert format_recall([]) == ""
