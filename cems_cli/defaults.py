@@ -51,6 +51,17 @@ RRF_EXPANSION_WEIGHT = 1.0
 SESSION_WINDOW = 2  # session context: neighbours within this many places lend score
 SESSION_NEIGHBOUR_WEIGHT = 0.5
 SESSION_WEIGHT = 0.2
+# Entity links (retrieval/entity_graph.py): a memory naming what one of the ENTITY_TOP best candidates names
+# borrows this share of its score (CEMS_ENTITY_WEIGHT). Off: at 0.3 LoCoMo fell from 0.708 / 0.798 to
+# 0.669 / 0.765 (multi-hop R@10 0.409 -> 0.377) and the capture benchmark's noise rose 36% -> 38%
+# (bench/RESULTS.md); the entities are still extracted and stored for the stage and for later use.
+ENTITY_WEIGHT = 0.0
+ENTITY_TOP = 5
+# "What did we decide in March?": memories recorded then weigh 1 + this (CEMS_TIME_CUE_BOOST). "When did …?":
+# memories that say when weigh 1 + this (CEMS_TIME_ANSWER_BOOST). Measured on LoCoMo and the capture
+# benchmark: bench/RESULTS.md.
+TIME_CUE_BOOST = 0.6
+TIME_ANSWER_BOOST = 0.5
 RERANK_INPUT_LIMIT = 40
 RELEVANCE_THRESHOLD = 0.0  # seed 000 stage 7 says 0.3; the evidence floor (MIN_SIMILARITY) does that job
 STRONG_SIGNAL_THRESHOLD = 0.85

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from cems_cli import defaults
 from cems_cli.models import CAPTURED_SOURCES
 from cems_cli.retrieval.answer_type import states_time
 from cems_cli.retrieval.types import Candidate
@@ -52,9 +53,9 @@ class AdjustSettings:
     temporal_half_days: float = 30.0  # the age at which the factor is exactly 1.0
     # "What did we decide in March?": memories recorded then. LoCoMo, 264 questions naming a time: see
     # bench/RESULTS.md.
-    time_cue_boost: float = 0.6
+    time_cue_boost: float = defaults.TIME_CUE_BOOST
     # "When did …?": memories that state a time. LoCoMo, 262 "when" questions: see bench/RESULTS.md.
-    time_answer_boost: float = 0.5
+    time_answer_boost: float = defaults.TIME_ANSWER_BOOST
 
 
 DEFAULT_ADJUST = AdjustSettings()

@@ -186,6 +186,8 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     fused = _fuse(settings, ranked, candidates)
     if mode != "vector" and (settings.session_neighbour_weight or settings.session_weight):
         fused = _session_context(conn, fused, filters, settings)
+    if mode != "vector" and settings.entity_weight:
+        fused = _entity_links(conn, fused, filters, settings)
     trace.lap("fuse")
 
     # 7. Reranking of the head; the tail keeps its fused order below it.
@@ -205,7 +207,7 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     kept = semantic_dedup(head) + kept[len(head) :]
 
     # 9. Score adjustments.
-    from cems_cli.retrieval.adjust import apply_adjustments
+    from cems_cli.retrieval.adjust import AdjustSettings, apply_adjustments
     from cems_cli.retrieval.answer_type import asks_for_time
     from cems_cli.retrieval.timecues import parse_time_cue
 
@@ -221,6 +223,8 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
         is_temporal=analysis.is_temporal,
         time_cue=cue,
         asks_for_time=wants_time,
+        settings=AdjustSettings(time_cue_boost=settings.time_cue_boost,
+                                time_answer_boost=settings.time_answer_boost),
     )
     if request.min_score is not None:
         adjusted = [c for c in adjusted if c.score >= request.min_score]
@@ -456,6 +460,19 @@ def _session_context(conn, fused: list[Candidate], filters: SearchFilters, setti
         neighbour_weight=settings.session_neighbour_weight,
         session_weight=settings.session_weight,
     )
+
+
+def _entity_links(conn, fused: list[Candidate], filters: SearchFilters, settings) -> list[Candidate]:
+    """Memories naming what the best candidates name borrow part of their score (entity_graph.py)."""
+    from cems_cli.retrieval.entity_graph import apply_entity_links
+    from cems_cli.store.entities import document_entities, entity_idf
+
+    entities = document_entities(conn, [c.document_id for c in fused])
+    named = sorted({e for c in fused[: settings.entity_top] for e in entities.get(c.document_id, ())})
+    if not named:
+        return fused
+    idf = entity_idf(conn, named, filters.identity, filters.scope)
+    return apply_entity_links(fused, entities, idf, weight=settings.entity_weight, top=settings.entity_top)
 
 
 def _attach_embeddings(conn, candidates: list[Candidate]) -> None:
