@@ -65,7 +65,8 @@ def _run_in(home: Path) -> dict[str, Any]:
                         {
                             "query": query,
                             "results": [
-                                {"score": round(r.score, 4), "category": r.category, "memory": r.snippet}
+                                {"score": round(r.score, 4), "confidence": round(r.confidence, 4),
+                                 "category": r.category, "memory": r.snippet}
                                 for r in svc.search(query, limit=3, track_access=False)
                             ],
                         }
@@ -96,10 +97,12 @@ def _print(report: dict[str, Any]) -> None:
         table = Table(title=f"🔎 {search['query']}")
         table.add_column("#", style="dim")
         table.add_column("score", style="green")
+        table.add_column("conf", style="green")
         table.add_column("category", style="magenta")
         table.add_column("memory")
         for rank, result in enumerate(search["results"], start=1):
-            table.add_row(str(rank), f"{result['score']:.3f}", result["category"], result["memory"])
+            table.add_row(str(rank), f"{result['score']:.3f}", f"{result['confidence']:.2f}",
+                          result["category"], result["memory"])
         console.print(table)
     console.print(
         "Your own memories are not touched by the demo. Start with:\n"
