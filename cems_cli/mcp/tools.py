@@ -99,6 +99,7 @@ def _result_json(result: Any) -> dict[str, Any]:
     data = {
         "id": result.id,
         "score": round(result.score, 4),
+        "confidence": round(result.confidence, 4),
         "category": result.category,
         "scope": result.scope,
         "title": result.title,
@@ -254,9 +255,9 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Search memories",
         "Search the user's long-term memory (preferences, decisions, patterns, context, learnings, rules) "
         "for what is relevant to a question or task: hybrid vector + full-text search, best first. Use it "
-        "before deciding something the user may already have decided. Returns id, score, content, category, "
-        "source, source_ref and citation (where the memory came from) for each result; nothing when nothing "
-        "matches."
+        "before deciding something the user may already have decided. Returns id, score, confidence (how "
+        "likely it answers, 0..1), content, category, source, source_ref and citation (where the memory came "
+        "from) for each result; nothing when nothing matches."
         + _CITE,
         _object(
             {

@@ -157,8 +157,8 @@ def collection_stats(
     missing = [lexeme for lexeme in lexemes if lexeme not in stats.frequencies]
     if missing:
         # One GIN probe per term. When the asker sees every chunk (one user's store; under row-level
-        # security, the rows the policies let through), the owner test is left out: the count then needs
-        # no heap row, only the index and the visibility map (~10x faster for a common term).
+        # security, the rows the policies let through), the owner test is left out: no second index to
+        # AND with and no owner filter per row (a common term of a 100k store: 29 -> 15 ms).
         owner = "" if stats.sees_all else f" AND {where}"
         counted = conn.execute(
             "SELECT array(SELECT (SELECT count(*) FROM memory_chunks c "

@@ -170,6 +170,7 @@ def test_every_tool_end_to_end(env):
     assert "[REDACTED" in stored["content"] and stored["tags"] == ["deploy", "staging"]
     (hit, *_) = out["search"]["results"]
     assert hit["id"] == stored["id"] and hit["score"] > 0 and hit["citation"] == stored["citation"]
+    assert 0 < hit["confidence"] < 1
     assert hit["source"] == "mcp" and hit["source_ref"] == "project:acme/api"  # where it came from
     assert hit["category"] == "decisions" and "staging cluster" in hit["content"]
     assert [r["id"] for r in out["search_filtered"]["results"]] == [stored["id"]]
