@@ -233,7 +233,9 @@ def test_a_when_question_lifts_the_memories_that_say_when(cli, tmp_path):
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert cli("import", str(path)).code == 0
 
-    result = cli("search", "When did we move the session cache to Redis?", "--explain", "--json")
+    # Off by default (it helped LoCoMo alone); switched on the way a user would.
+    result = cli("search", "When did we move the session cache to Redis?", "--explain", "--json",
+                 extra_env={"CEMS_TIME_ANSWER_BOOST": "0.5"})
     assert result.code == 0, result.stderr
     results = result.json()["results"]
     assert results[0]["explain"]["pipeline"]["stages"]["answer_type"] == "time"

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cems_cli.retrieval.adjust import apply_adjustments
+from cems_cli.retrieval.adjust import AdjustSettings, apply_adjustments
 from cems_cli.retrieval.answer_type import asks_for_time, states_time
 from cems_cli.retrieval.types import Candidate
 
@@ -67,13 +67,20 @@ def candidate(doc_id: str, content: str, score: float) -> Candidate:
 def test_a_memory_that_says_when_rises_for_a_when_question_only():
     says = candidate("says", "Moved the cache to Redis last Friday.", 0.40)
     silent = candidate("silent", "Redis cache settings: maxmemory 2gb, allkeys-lru.", 0.50)
-    ranked = apply_adjustments([silent, says], now=NOW, asks_for_time=True)
+    boosted = AdjustSettings(time_answer_boost=0.5)
+    ranked = apply_adjustments([silent, says], now=NOW, asks_for_time=True, settings=boosted)
     assert [c.document_id for c in ranked] == ["says", "silent"]
     assert says.explain["adjust"]["time_answer"] == pytest.approx(1.5)
     assert silent.explain["adjust"]["time_answer"] == 1.0
 
     says.score, silent.score = 0.40, 0.50
-    ranked = apply_adjustments([silent, says], now=NOW)
+    ranked = apply_adjustments([silent, says], now=NOW, settings=boosted)
+    assert [c.document_id for c in ranked] == ["silent", "says"]
+    assert says.explain["adjust"]["time_answer"] == 1.0
+
+    # Off by default (it helped LoCoMo alone: bench/RESULTS.md).
+    says.score, silent.score = 0.40, 0.50
+    ranked = apply_adjustments([silent, says], now=NOW, asks_for_time=True)
     assert [c.document_id for c in ranked] == ["silent", "says"]
     assert says.explain["adjust"]["time_answer"] == 1.0
 
