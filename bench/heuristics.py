@@ -31,6 +31,10 @@ ROWS: dict[str, tuple[str, dict[str, str]]] = {
                  {"CEMS_TIME_CUE_BOOST": "0"}),
     "session": ("no session context", {"CEMS_SESSION_NEIGHBOUR_WEIGHT": "0", "CEMS_SESSION_WEIGHT": "0"}),
     "coverage": ("BM25 divided by the best match, not a whole-query match", {"CEMS_LEXICAL_COVERAGE": "0"}),
+    "phrase": ("no BM25 phrase bonus", {"CEMS_PHRASE_WEIGHT": "0"}),
+    "temporal": ("no recency factor for time-worded questions", {"CEMS_TEMPORAL_STRENGTH": "0"}),
+    "aggregation": ("no MMR assembly for aggregation-worded questions",
+                    {"CEMS_DIVERSE_AGGREGATION": "false"}),
     "entities": ("entity links on (weight 0.3)", {"CEMS_ENTITY_WEIGHT": "0.3"}),
 }
 

@@ -120,7 +120,10 @@ class Settings(CemsSettingsBase):
     session_neighbour_weight: float = Field(default=defaults.SESSION_NEIGHBOUR_WEIGHT, ge=0, le=10)
     session_weight: float = Field(default=defaults.SESSION_WEIGHT, ge=0, le=10)
     entity_weight: float = Field(default=defaults.ENTITY_WEIGHT, ge=0, le=1)
+    phrase_weight: float = Field(default=defaults.PHRASE_WEIGHT, ge=0, le=10)
     time_cue_boost: float = Field(default=defaults.TIME_CUE_BOOST, ge=0, le=10)
+    temporal_strength: float = Field(default=defaults.TEMPORAL_STRENGTH, ge=0, le=1)
+    diverse_aggregation: bool = defaults.DIVERSE_AGGREGATION
     time_answer_boost: float = Field(default=defaults.TIME_ANSWER_BOOST, ge=0, le=10)
     entity_top: int = Field(default=defaults.ENTITY_TOP, ge=1, le=50)
     rrf_k: int = Field(default=defaults.RRF_K, ge=1)

@@ -56,6 +56,9 @@ SESSION_WEIGHT = 0.2
 # 0.669 / 0.765 (multi-hop R@10 0.409 -> 0.377) and the capture benchmark's noise rose 36% -> 38%
 # (bench/RESULTS.md); the entities are still extracted and stored for the stage and for later use.
 ENTITY_WEIGHT = 0.0
+# BM25's phrase bonus: query terms side by side in a memory add this much of their mean IDF
+# (CEMS_PHRASE_WEIGHT). LoCoMo Recall@10 +0.003 at 1.0 when it was chosen; bench/RESULTS.md has both sets.
+PHRASE_WEIGHT = 1.0
 ENTITY_TOP = 5
 # "What did we decide in March?": memories recorded then weigh 1 + CEMS_TIME_CUE_BOOST. "When did …?":
 # memories that say when weigh 1 + CEMS_TIME_ANSWER_BOOST (0.6 and 0.5 were the values tried). Off by
@@ -64,6 +67,12 @@ ENTITY_TOP = 5
 # bench/RESULTS.md). LongMemEval's temporal-reasoning questions are the next set to judge them on.
 TIME_CUE_BOOST = 0.0
 TIME_ANSWER_BOOST = 0.0
+# A question worded in time ("last", "after", "recently", a month) weighs memories by recency: today
+# x(1 + this), very old x(1 - this) (CEMS_TEMPORAL_STRENGTH). An aggregation-worded one ("how many", "each",
+# "all the") is assembled by MMR across sessions (CEMS_DIVERSE_AGGREGATION). Judged on both data sets in
+# bench/RESULTS.md.
+TEMPORAL_STRENGTH = 0.1
+DIVERSE_AGGREGATION = True
 RERANK_INPUT_LIMIT = 40
 RELEVANCE_THRESHOLD = 0.0  # seed 000 stage 7 says 0.3; the evidence floor (MIN_SIMILARITY) does that job
 STRONG_SIGNAL_THRESHOLD = 0.85

@@ -49,7 +49,8 @@ class AdjustSettings:
     min_priority: float = 1.0
     max_priority: float = 2.0
     # Temporal queries: memcity's "recent documents get a small boost, older slightly penalised".
-    temporal_strength: float = 0.1  # the factor spans 1 - strength (very old) .. 1 + strength (today)
+    # The factor spans 1 - strength (very old) .. 1 + strength (today).
+    temporal_strength: float = defaults.TEMPORAL_STRENGTH
     temporal_half_days: float = 30.0  # the age at which the factor is exactly 1.0
     # "What did we decide in March?": memories recorded then. LoCoMo, 264 questions naming a time: see
     # bench/RESULTS.md.

@@ -151,7 +151,9 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     if short_circuited:
         trace.stages["short_circuited"] = short_circuited
     if mode != "vector":
-        lexical_cache[request.query] = lexical_hits(conn, request.query, filters, depth)
+        lexical_cache[request.query] = lexical_hits(
+            conn, request.query, filters, depth, settings.phrase_weight
+        )
         signal = _strong_signal(lexical_cache[request.query], settings)
         trace.stages["strong_signal"] = signal
         if llm is not None and not signal["skip_expansion"] and "expansions" not in short_circuited:
@@ -172,7 +174,7 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
         if variant.lexical:
             hits = lexical_cache.get(variant.text)
             if hits is None:
-                hits = lexical_hits(conn, variant.text, filters, depth)
+                hits = lexical_hits(conn, variant.text, filters, depth, settings.phrase_weight)
             chunk_lists.append((variant, "lexical", hits))
     trace.stages["queries"] = [{"name": v.name, "text": v.text, "original": v.is_original} for v in variants]
     trace.lap("retrieve")
@@ -224,7 +226,8 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
         time_cue=cue,
         asks_for_time=wants_time,
         settings=AdjustSettings(time_cue_boost=settings.time_cue_boost,
-                                time_answer_boost=settings.time_answer_boost),
+                                time_answer_boost=settings.time_answer_boost,
+                                temporal_strength=settings.temporal_strength),
     )
     if request.min_score is not None:
         adjusted = [c for c in adjusted if c.score >= request.min_score]
@@ -237,7 +240,8 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     trace.lap("filter_adjust")
 
     # 10. Assembly within the token budget (MMR across sessions for aggregation questions).
-    selected = _assemble(adjusted, request, settings, diverse=analysis.is_aggregation and mode != "vector")
+    diverse = settings.diverse_aggregation and analysis.is_aggregation and mode != "vector"
+    selected = _assemble(adjusted, request, settings, diverse=diverse)
     trace.lap("assemble")
     return _results(deps, selected, request, trace, documents)
 

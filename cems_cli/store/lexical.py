@@ -25,6 +25,7 @@ from typing import Any
 
 import psycopg
 
+from cems_cli import defaults
 from cems_cli.store.memories import visibility_clause
 
 # BM25 parameters. Term frequency is taken as 1: memories are short and a word said twice in one memory
@@ -35,9 +36,9 @@ BM25_B = 0.4  # memories are short and similar in length: length matters less th
 CONTEXT_TERM_WEIGHT = 0.5
 
 # Query terms that stand next to each other ("support group", "dog park") and stand so in a memory's content
-# add this much of their mean IDF: proximity is evidence that single terms cannot give. Measured on LoCoMo
-# (no LLM): Recall@10 +0.003 on each half of the conversations at 1.0; 0.5 and 1.5 gained less.
-PHRASE_WEIGHT = 1.0
+# add this much of their mean IDF: proximity is evidence that single terms cannot give (CEMS_PHRASE_WEIGHT;
+# judged on both data sets in bench/RESULTS.md).
+PHRASE_WEIGHT = defaults.PHRASE_WEIGHT
 # Terms at most this many places apart in the query count as a pair (stop words in between keep their
 # places, so "trip to the beach" pairs 'trip' and 'beach' at distance 3 and matches "trip to the beach").
 PHRASE_MAX_DISTANCE = 3
@@ -228,11 +229,14 @@ def _bound(lexemes: Sequence[str], idf_of: dict[str, float], pairs, phrase_weigh
     return total * (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B))
 
 
-def lexical_hits(conn: psycopg.Connection, query: str, filters, limit: int) -> list[ChunkHit]:
+def lexical_hits(
+    conn: psycopg.Connection, query: str, filters, limit: int, phrase_weight: float | None = None
+) -> list[ChunkHit]:
     """BM25 over the full-text index: any query term may match (natural questions rarely contain every
     term), and rare terms count more than common ones (inverse document frequency over what the asker can
-    see). Neighbouring query terms found side by side in a memory add a phrase bonus. `filters` is a
-    `store.search.SearchFilters`."""
+    see). Neighbouring query terms found side by side in a memory add `phrase_weight` (PHRASE_WEIGHT when
+    None) of their mean IDF. `filters` is a `store.search.SearchFilters`."""
+    phrase_weight = PHRASE_WEIGHT if phrase_weight is None else phrase_weight
     terms = lexical_terms(conn, query)
     lexemes = terms.lexemes
     if not lexemes:
@@ -240,7 +244,7 @@ def lexical_hits(conn: psycopg.Connection, query: str, filters, limit: int) -> l
     total, average_length, frequencies = collection_stats(conn, filters.identity, filters.scope, lexemes)
     idf = [_idf(total, df) for df in frequencies]
     idf_of = dict(zip(lexemes, idf, strict=True))
-    phrase_weights = [PHRASE_WEIGHT * (idf_of[a] + idf_of[b]) / 2 for a, b, _ in terms.pairs]
+    phrase_weights = [phrase_weight * (idf_of[a] + idf_of[b]) / 2 for a, b, _ in terms.pairs]
     scoring = _Scoring(terms, idf, phrase_weights, max(average_length, 1.0), filters, limit)
     # Max-score pruning: score the chunks holding the rarer terms; while a chunk holding only the other terms
     # could still beat the limit-th score found, take the next rarest term in and score again.
