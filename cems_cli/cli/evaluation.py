@@ -31,6 +31,9 @@ def eval_(
     as_of: str = typer.Option(None, "--as-of", help="Ask every question at this moment (YYYY-MM-DD or an "
                               "ISO timestamp; default: the question's own date if the benchmark has one, "
                               "else when the run starts). Time decay counts from it."),
+    context: bool = typer.Option(True, "--context/--no-context", help="--locomo, --longmemeval, --bench: "
+                                 "index each unit with the one before it (default), or alone, as capture "
+                                 "stores what it derives."),
     as_json: bool = JsonOption,
 ) -> None:
     """Measure retrieval on a benchmark in a throwaway data folder (your memories are never touched)."""
@@ -39,6 +42,8 @@ def eval_(
              "--compare A.json B.json")
     if trigger is not None and not sessions:
         fail("--trigger applies to --sessions only")
+    if not context and (sessions or compare):
+        fail("--no-context applies to --locomo, --longmemeval and --bench")
     if compare:
         _compare(compare, as_json)
         return
@@ -69,7 +74,8 @@ def eval_(
     from cems_cli.cli.progress import progress_bar
 
     run = run_benchmark(benchmark, settings, mode=mode, limit_questions=limit_questions, source=str(source),
-                        progress=lambda label: progress_bar(label, disabled=as_json), as_of=moment)
+                        progress=lambda label: progress_bar(label, disabled=as_json), as_of=moment,
+                        with_context=context)
     result = run.to_json()
     if out:
         _write(out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")

@@ -59,7 +59,7 @@ def _rounded(row: dict[str, float | int | None]) -> dict[str, float | int | None
 
 def run_benchmark(bench: Benchmark, base: Settings, *, mode: str, limit_questions: int | None = None,
                   progress: ProgressFactory | None = None, source: str | None = None,
-                  as_of: datetime | None = None) -> EvalRun:
+                  as_of: datetime | None = None, with_context: bool = True) -> EvalRun:
     """Ingest the corpora the questions need, ask every scored question, and score the answers.
 
     A question is asked at `as_of` when given, else when the dataset says it was asked (LongMemEval's
@@ -92,7 +92,7 @@ def run_benchmark(bench: Benchmark, base: Settings, *, mode: str, limit_question
             corpus_units = units.get(corpus_id, [])
             started = time.perf_counter()
             with ingest_corpus(corpus_id, corpus_units, base, home,
-                               _offset(update, done, len(corpus_units), total)) as space:
+                               _offset(update, done, len(corpus_units), total), with_context) as space:
                 ingest_seconds += time.perf_counter() - started
                 done += len(corpus_units)
                 for index in indexes:
@@ -108,6 +108,7 @@ def run_benchmark(bench: Benchmark, base: Settings, *, mode: str, limit_question
     config = _config(bench, base, mode=mode, source=source, questions=questions, corpora=list(by_corpus),
                      units=total_units, ingest_seconds=ingest_seconds, query_seconds=sum(latencies) / 1000,
                      limit_questions=limit_questions, as_of=as_of or run_start)
+    config["context"] = "the unit before it" if with_context else "none (each unit alone, as capture stores)"
     config.update(_coverage(bench, questions, rows, fixed_moment=as_of is not None, limited=limited))
     scored = [(question.category, row) for question, row in zip(questions, rows, strict=True)]
     return EvalRun(metrics.summarise(scored, bench.metric_names), latencies, config, details)
@@ -171,8 +172,9 @@ class Corpus:
 
 @contextlib.contextmanager
 def ingest_corpus(corpus_id: str, units: list[Unit], base: Settings, home: Path,
-                  progress: Update) -> Iterator[Corpus]:
-    """Store a corpus as memories of its own user in `home`; the service is closed on exit."""
+                  progress: Update, with_context: bool = True) -> Iterator[Corpus]:
+    """Store a corpus as memories of its own user in `home`; the service is closed on exit. Without
+    context each unit is indexed alone, as capture stores what it derives (no neighbouring turn)."""
     from cems_cli.api import Memory
 
     project = f"project:eval/{corpus_id}"
@@ -180,7 +182,8 @@ def ingest_corpus(corpus_id: str, units: list[Unit], base: Settings, home: Path,
                                        "database_url": None, "project": project})
     service = Memory(settings)
     try:
-        records = [unit_to_record(unit, project, units[i - 1] if i else None, settings.max_memory_bytes)
+        records = [unit_to_record(unit, project, units[i - 1] if i and with_context else None,
+                                  settings.max_memory_bytes)
                    for i, unit in enumerate(units)]
         report = service.import_records(records, progress=progress)
         docs_of: dict[str, list[str]] = {}

@@ -141,6 +141,21 @@ def test_eval_modes_and_compare(cli, tmp_path, private_tmp):
     assert table.code == 0 and "recall@5" in table.stdout
 
 
+def test_eval_without_context_indexes_each_unit_alone(cli, tmp_path, private_tmp):
+    """The capture engine stores what it derives without the turn before it: --no-context measures that."""
+    bench = _write_bench(tmp_path / "bench")
+    runs = {}
+    for flag in ("--context", "--no-context"):
+        out = tmp_path / f"{flag}.json"
+        run = cli("eval", "--bench", str(bench), "--mode", "hybrid", flag, "--out", str(out), "--as-of",
+                  "2024-01-01")
+        assert run.code == 0, run.stderr
+        runs[flag] = json.loads(out.read_text())
+    assert runs["--context"]["config"]["context"] == "the unit before it"
+    assert runs["--no-context"]["config"]["context"].startswith("none")
+    assert runs["--no-context"]["overall"]["n"] == runs["--context"]["overall"]["n"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -152,6 +167,7 @@ def test_eval_modes_and_compare(cli, tmp_path, private_tmp):
         (["--bench", ".", "--limit-questions", "0"], "--limit-questions must be at least 1"),
         (["--bench", ".", "--as-of", "last tuesday"], "--as-of 'last tuesday' is not a date"),
         (["--compare", "/nonexistent/a.json", "/nonexistent/b.json"], "cannot read"),
+        (["--sessions", ".", "--no-context"], "--no-context applies to --locomo"),
     ],
 )
 def test_eval_errors_are_one_line(cli, args, message):
