@@ -67,12 +67,14 @@ ENTITY_TOP = 5
 # bench/RESULTS.md). LongMemEval's temporal-reasoning questions are the next set to judge them on.
 TIME_CUE_BOOST = 0.0
 TIME_ANSWER_BOOST = 0.0
-# A question worded in time ("last", "after", "recently", a month) weighs memories by recency: today
-# x(1 + this), very old x(1 - this) (CEMS_TEMPORAL_STRENGTH). An aggregation-worded one ("how many", "each",
-# "all the") is assembled by MMR across sessions (CEMS_DIVERSE_AGGREGATION). Judged on both data sets in
-# bench/RESULTS.md.
-TEMPORAL_STRENGTH = 0.1
-DIVERSE_AGGREGATION = True
+# A question worded in time ("last", "after", "recently", a month) can weigh memories by recency: today
+# x(1 + this), very old x(1 - this) (CEMS_TEMPORAL_STRENGTH; 0.1 was tried). An aggregation-worded one
+# ("how many", "each", "all the") can be assembled by MMR across sessions (CEMS_DIVERSE_AGGREGATION). Both
+# off: neither moved LoCoMo (R@10 0.7848 and 0.7847 without them, 0.7850 with) nor the capture benchmark
+# (bench/heuristics.py), and the question classes they key on misfire on coding questions ("why does the row
+# count differ after each migration" reads as temporal and as aggregation).
+TEMPORAL_STRENGTH = 0.0
+DIVERSE_AGGREGATION = False
 RERANK_INPUT_LIMIT = 40
 RELEVANCE_THRESHOLD = 0.0  # seed 000 stage 7 says 0.3; the evidence floor (MIN_SIMILARITY) does that job
 STRONG_SIGNAL_THRESHOLD = 0.85
