@@ -1,8 +1,9 @@
 """The search orchestrator: every stage of the retrieval seeds, in order, each one skippable.
 
 understand → strong-signal probe → synthesis / decomposition / HyDE → candidate retrieval (vector and
-lexical per query, all variants embedded in one batch) → weighted RRF fusion → rerank → relevance filter,
-semantic dedup → score adjustments → token-budgeted (or MMR) assembly → neighbour context.
+lexical per query, all variants embedded in one batch) → fusion → session context → entity links (when
+on) → rerank → relevance filter, semantic dedup → score adjustments → confidence → token-budgeted (or MMR)
+assembly → neighbour context.
 
 `vector` mode makes no LLM call and reads one list; `hybrid` runs everything that is configured (no LLM
 means no LLM stages, silently); `auto` lets query understanding choose between the two.
