@@ -7,8 +7,9 @@ the average content length, and each term's document frequency.
 Cost at scale (bench/search_latency.py, 100k memories): scoring every chunk that matches any query term read
 ~14k rows for a four-term question, and the statistics took another ~120 ms (a count per term through the
 documents' visibility). Two things make it cheap, both exact for the result they return:
-- statistics are counted on the chunks' own owner columns (no join) and, in a large store, kept five
-  minutes per connection and visibility (minutes of writes move an IDF by a rounding error);
+- statistics are counted on the chunks' own owner columns (no join) and kept five minutes per connection
+  and visibility (minutes of writes move an IDF by a rounding error; a term not seen before is counted
+  when first asked for, and this connection's own writes drop what it keeps);
 - "max-score" pruning: only chunks holding one of the query's rarer terms are scored first. A chunk holding
   only the common terms cannot score more than those terms' summed IDF at the shortest length; when the
   limit-th score found beats that bound, nothing was missed. Otherwise every matching chunk is scored.
@@ -46,13 +47,12 @@ PHRASE_MAX_DISTANCE = 3
 # Pruning: the rarest terms are scored first while their chunks number at most this many together (the first
 # term always). 2,000 rows score in ~15 ms; a common word of a 100k store matches 5-10k.
 PRUNE_FIRST_CHUNKS = 2_000
-# Statistics are kept per connection for this long once the store holds this many visible chunks; a smaller
-# store counts them afresh on every search (a few ms), so a memory just written counts at once.
+# Statistics are kept per connection for this long. Counting them afresh on every search cost a team
+# member's search ~6 ms at 10k memories (1.9k visible: every row's visibility tested twice per search).
 # The best chunks by score, this many times the limit, are checked against the live, category and project
 # filters (archived, expired and rules memories are few; a --project filter may drop more, then all are).
 FIRST_LIMIT_FACTOR = 4
 STATS_SECONDS = 300.0
-STATS_CACHE_MIN_CHUNKS = 5_000
 AVERAGE_SAMPLE_FROM = 20_000
 AVERAGE_SAMPLE_CHUNKS = 4_000
 _STATS_MAX_TERMS = 4_096  # document frequencies kept per connection and visibility
@@ -171,10 +171,7 @@ def collection_stats(
             stats.frequencies.clear()
         stats.frequencies.update(zip(missing, (int(n) for n in counted), strict=True))
     frequencies = [stats.frequencies[lexeme] for lexeme in lexemes]
-    if stats.chunks >= STATS_CACHE_MIN_CHUNKS:
-        per_conn[key] = stats
-    else:
-        per_conn.pop(key, None)
+    per_conn[key] = stats
     return stats.chunks, stats.average_length, frequencies
 
 
@@ -196,7 +193,7 @@ def _average_length(conn: psycopg.Connection, where: str, params: dict[str, Any]
 
 
 def forget_stats(conn: psycopg.Connection) -> None:
-    """Drop what this connection keeps (after a bulk load, say)."""
+    """Drop what this connection keeps: its own writes (a memory stored, a bulk load) count at once."""
     _STATS.pop(conn, None)
 
 

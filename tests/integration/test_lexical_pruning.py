@@ -83,13 +83,13 @@ def test_a_memory_just_written_counts_at_once_in_a_small_store(service):
     assert [doc for doc, _ in _hits(service, "zeppelin", 5)] == [made]
 
 
-def test_a_large_store_keeps_its_statistics_for_a_while(service, monkeypatch):
-    monkeypatch.setattr(lexical, "STATS_CACHE_MIN_CHUNKS", 10)
+def test_statistics_are_kept_for_a_while_and_a_connections_own_writes_drop_them(service):
     lexical.forget_stats(service.conn)
     before = _hits(service, "canary", 5)
-    service.remember("A third canary note, written after the statistics were counted.")
+    with MemoryService(get_settings()) as writer:  # another process's write, as the capture worker's
+        writer.remember("A third canary note, written after the statistics were counted.")
     # N and the term's frequency are those of the first search: the two old chunks score as before.
     after = dict(_hits(service, "canary", 5))
-    assert all(after[doc] == score for doc, score in before)
-    lexical.forget_stats(service.conn)
+    assert len(after) == 3 and all(after[doc] == score for doc, score in before)
+    service.remember("A fourth canary note, written through the searching connection.")
     assert all(dict(_hits(service, "canary", 5))[doc] != score for doc, score in before)
