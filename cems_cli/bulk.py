@@ -262,10 +262,6 @@ def import_memories(service: MemoryService, memories: Sequence[NewMemory | Impor
     chunks = [store.ChunkRow(doc_id, index, text, vectors[i], context_of[doc_id])
               for i, (doc_id, index, text) in enumerate(flat)]
     written = _write(service, fresh, chunks) if fresh else {}
-    if written:
-        from cems_cli.store.lexical import forget_stats
-
-        forget_stats(service.conn)  # a bulk load moves the BM25 statistics this connection keeps
     ids = {**known, **written}
     report.ids = [ids[row.key] for row in rows]
     stored = {row.id for row in fresh if written.get(row.key) == str(row.id)}

@@ -287,11 +287,7 @@ class MemoryService:
         self.reserve(1)
         chunks = chunk_text(memory.content)
         vectors = self.embedder.embed([index_text(chunk, memory.context) for chunk in chunks])
-        stored = memories.insert_memory(self.conn, self.identity, memory, digest, chunks, vectors, team)
-        from cems_cli.store.lexical import forget_stats
-
-        forget_stats(self.conn)  # this connection's next search counts the new memory's words
-        return stored
+        return memories.insert_memory(self.conn, self.identity, memory, digest, chunks, vectors, team)
 
     def reserve(self, count: int) -> None:
         """UserError when storing `count` more memories would pass the user's quota on a shared server:

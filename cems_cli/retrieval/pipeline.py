@@ -24,10 +24,9 @@ if TYPE_CHECKING:
     from cems_cli.llm import LLMClient
     from cems_cli.results import SearchResult
     from cems_cli.retrieval.types import Candidate, QueryAnalysis, RankedList
-    from cems_cli.store.lexical import ChunkHit
     from cems_cli.store.memories import Identity
     from cems_cli.store.records import MemoryRecord
-    from cems_cli.store.search import SearchFilters
+    from cems_cli.store.search import ChunkHit, SearchFilters
 
 SNIPPET_CHARS = 300
 DEDUP_WINDOW_FACTOR = 3

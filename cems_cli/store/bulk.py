@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import psycopg
 
+from cems_cli.store.lexical import forget_stats
 from cems_cli.store.records import MemoryRecord, NewMemory, document_columns
 
 # (column, PostgreSQL type) in COPY order; binary COPY needs every type spelled out.
@@ -164,6 +165,7 @@ def write_documents(
             conn.execute(statement)
         for definition in dropped:
             conn.execute(definition)  # type: ignore[arg-type]  # read back from pg_indexes just above
+    forget_stats(conn)  # a bulk load moves the BM25 statistics this connection keeps
 
 
 def analyze(conn: psycopg.Connection) -> None:

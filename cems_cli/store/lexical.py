@@ -27,7 +27,8 @@ from typing import Any
 import psycopg
 
 from cems_cli import defaults
-from cems_cli.store.memories import visibility_clause
+from cems_cli.store.memories import Identity, visibility_clause
+from cems_cli.store.search import ChunkHit, SearchFilters, filter_clause
 
 # BM25 parameters. Term frequency is taken as 1: memories are short and a word said twice in one memory
 # rarely makes it twice as relevant.
@@ -56,17 +57,6 @@ STATS_SECONDS = 300.0
 AVERAGE_SAMPLE_FROM = 20_000
 AVERAGE_SAMPLE_CHUNKS = 4_000
 _STATS_MAX_TERMS = 4_096  # document frequencies kept per connection and visibility
-
-
-@dataclass(frozen=True)
-class ChunkHit:
-    chunk_id: str
-    document_id: str
-    chunk_index: int
-    score: float  # cosine similarity for vector hits, BM25 for lexical hits
-    # Lexical hits: the BM25 score of a memory of average length holding every query term (the sum of the
-    # terms' IDF). Fusion measures how much of the query a match covers against it.
-    full_match: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -124,13 +114,13 @@ _STATS: weakref.WeakKeyDictionary[psycopg.Connection, dict[tuple[Any, ...], _Sta
 )
 
 
-def _chunk_visibility(identity, scope: str) -> tuple[str, dict[str, Any]]:
+def _chunk_visibility(identity: Identity, scope: str) -> tuple[str, dict[str, Any]]:
     """What the asker may see, on the chunks' own owner columns (copied from their memory by a trigger)."""
     return visibility_clause(identity, scope, alias="c")
 
 
 def collection_stats(
-    conn: psycopg.Connection, identity, scope: str, lexemes: Sequence[str]
+    conn: psycopg.Connection, identity: Identity, scope: str, lexemes: Sequence[str]
 ) -> tuple[int, float, list[int]]:
     """(N, average content length, document frequency of each lexeme) over the chunks the asker can see.
     Archived memories and rules count too: a statistic of the words in use, not a result."""
@@ -227,12 +217,16 @@ def _bound(lexemes: Sequence[str], idf_of: dict[str, float], pairs, phrase_weigh
 
 
 def lexical_hits(
-    conn: psycopg.Connection, query: str, filters, limit: int, phrase_weight: float | None = None
+    conn: psycopg.Connection,
+    query: str,
+    filters: SearchFilters,
+    limit: int,
+    phrase_weight: float | None = None,
 ) -> list[ChunkHit]:
     """BM25 over the full-text index: any query term may match (natural questions rarely contain every
     term), and rare terms count more than common ones (inverse document frequency over what the asker can
     see). Neighbouring query terms found side by side in a memory add `phrase_weight` (PHRASE_WEIGHT when
-    None) of their mean IDF. `filters` is a `store.search.SearchFilters`."""
+    None) of their mean IDF."""
     phrase_weight = PHRASE_WEIGHT if phrase_weight is None else phrase_weight
     terms = lexical_terms(conn, query)
     lexemes = terms.lexemes
@@ -265,10 +259,7 @@ class _Scoring:
     (2.4x faster per row than summing over unnested arrays: 15 against 37 ms for 5k rows)."""
 
     def __init__(self, terms: LexicalTerms, idf: list[float], phrase_weights: list[float],
-                 average_length: float, filters, limit: int) -> None:
-        from cems_cli.store.search import filter_clause
-
-        self.filters = filters
+                 average_length: float, filters: SearchFilters, limit: int) -> None:
         self.limit = limit
         self.where, self.params = filter_clause(filters)
         chunk_where, chunk_params = _chunk_visibility(filters.identity, filters.scope)

@@ -108,6 +108,9 @@ def insert_memory(
                 "VALUES (%s, %s, %s, %s, %s)",
                 [(doc_id, i, text, vectors[i], memory.context) for i, text in enumerate(chunks)],
             )
+    from cems_cli.store.lexical import forget_stats  # lexical reads this module: imported when used
+
+    forget_stats(conn)  # this connection's next search counts the new memory's words
     return str(doc_id), True
 
 

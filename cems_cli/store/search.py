@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from cems_cli.store.lexical import ChunkHit
 from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
@@ -24,6 +23,17 @@ class SearchFilters:
     scope: str = "both"
     category: str | None = None
     project: str | None = None
+
+
+@dataclass(frozen=True)
+class ChunkHit:
+    chunk_id: str
+    document_id: str
+    chunk_index: int
+    score: float  # cosine similarity for vector hits, BM25 for lexical hits (store/lexical.py)
+    # Lexical hits: the BM25 score of a memory of average length holding every query term (the sum of the
+    # terms' IDF). Fusion measures how much of the query a match covers against it.
+    full_match: float = 0.0
 
 
 def filter_clause(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
