@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import psycopg
 
-from cems_cli.store.memories import live_clause, visibility_clause
+from cems_cli.store.lexical import bm25_idf
+from cems_cli.store.memories import Identity, live_clause, visibility_clause
 
 
 def document_entities(conn: psycopg.Connection, document_ids: Sequence[str]) -> dict[str, list[str]]:
@@ -20,7 +20,9 @@ def document_entities(conn: psycopg.Connection, document_ids: Sequence[str]) -> 
     return {str(r[0]): list(r[1]) for r in rows}
 
 
-def entity_idf(conn: psycopg.Connection, entities: Sequence[str], identity, scope: str) -> dict[str, float]:
+def entity_idf(
+    conn: psycopg.Connection, entities: Sequence[str], identity: Identity, scope: str
+) -> dict[str, float]:
     """Inverse document frequency of each entity over the live memories the asker can see (one GIN probe
     an entity, and one count)."""
     if not entities:
@@ -34,8 +36,4 @@ def entity_idf(conn: psycopg.Connection, entities: Sequence[str], identity, scop
         "        FROM unnest(%(entities)s::text[]) WITH ORDINALITY AS t(e, i) ORDER BY t.i)",
         {**params, "entities": list(entities)},
     ).fetchone()
-    total = int(row[0])
-    return {
-        entity: math.log(1.0 + (total - df + 0.5) / (df + 0.5))
-        for entity, df in zip(entities, row[1], strict=True)
-    }
+    return {entity: bm25_idf(int(row[0]), df) for entity, df in zip(entities, row[1], strict=True)}

@@ -190,7 +190,8 @@ def forget_stats(conn: psycopg.Connection) -> None:
 # --- scoring ---------------------------------------------------------------------------------------------
 
 
-def _idf(total: int, frequency: int) -> float:
+def bm25_idf(total: int, frequency: int) -> float:
+    """BM25's inverse document frequency of a term `frequency` of `total` documents hold."""
     return math.log(1.0 + (total - frequency + 0.5) / (frequency + 0.5))
 
 
@@ -233,7 +234,7 @@ def lexical_hits(
     if not lexemes:
         return []
     total, average_length, frequencies = collection_stats(conn, filters.identity, filters.scope, lexemes)
-    idf = [_idf(total, df) for df in frequencies]
+    idf = [bm25_idf(total, df) for df in frequencies]
     idf_of = dict(zip(lexemes, idf, strict=True))
     phrase_weights = [phrase_weight * (idf_of[a] + idf_of[b]) / 2 for a, b, _ in terms.pairs]
     scoring = _Scoring(terms, idf, phrase_weights, max(average_length, 1.0), filters, limit)

@@ -260,8 +260,11 @@ def _clear_stale_lock_files(cluster: Path, socket_dir: Path) -> None:
 
 
 def _is_secure(state: PostmasterState, pgdata: Path) -> bool:
-    """A running server we may use: its socket in the expected private folder, our password file present."""
+    """A running server we may use: its socket in the expected private folder, our password file present, its
+    program still on disk."""
     if state.status != "ready" or state.passfile is None or state.socket_dir is None:
+        return False
+    if _program_deleted(state.pid):
         return False
     if state.socket_dir != _socket_dir(data_dir(pgdata), pgdata):
         return False
@@ -354,12 +357,12 @@ def _run(
 def ensure_server(pgdata: Path) -> PostmasterState:
     """Return the running server's state, starting it (initdb on first use) if needed."""
     state = read_postmaster(pgdata)
-    if state is not None and _is_secure(state, pgdata) and not _program_deleted(state.pid):
+    if state is not None and _is_secure(state, pgdata):
         return state
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     with _start_lock(pgdata):
         state = read_postmaster(pgdata)  # another process may have started it while we waited
-        if state is not None and _is_secure(state, pgdata) and not _program_deleted(state.pid):
+        if state is not None and _is_secure(state, pgdata):
             return state
         _start_locked(pgdata, state)
     state = read_postmaster(pgdata)
