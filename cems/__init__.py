@@ -13,7 +13,18 @@ lives in `cems_cli` (the package the command was first written as); this name is
 """
 
 from cems_cli import __version__
-from cems_cli.api import Memory, MemoryRecord, Remembered, Rules, SearchResult, Status, UserError, open
+from cems_cli.api import (
+    Memory,
+    MemoryRecord,
+    Remembered,
+    Rules,
+    SearchResult,
+    Status,
+    StoredSummary,
+    SummaryReport,
+    UserError,
+    open,
+)
 
 __all__ = [
     "Memory",
@@ -22,6 +33,8 @@ __all__ = [
     "Rules",
     "SearchResult",
     "Status",
+    "StoredSummary",
+    "SummaryReport",
     "UserError",
     "__version__",
     "open",

@@ -26,6 +26,8 @@ from cems_cli.errors import UserError
 from cems_cli.maintain import STEPS as MAINTENANCE_STEPS  # `Memory.maintain`'s steps, in order
 from cems_cli.results import SearchResult
 from cems_cli.store.records import MemoryRecord
+from cems_cli.store.summaries import StoredSummary
+from cems_cli.summaries import SummaryReport
 
 if TYPE_CHECKING:
     import psycopg
@@ -48,6 +50,8 @@ __all__ = [
     "Rules",
     "SearchResult",
     "Status",
+    "StoredSummary",
+    "SummaryReport",
     "UserError",
     "open",
     "reindex",
@@ -355,6 +359,20 @@ class Memory:
 
         settings = self._service.live_settings()  # context_ttl_days, archive_grace_days may be stored
         return run_maintenance(self._service.conn, settings, dry_run=dry_run, progress=progress)
+
+    def summaries(self, project: str | None = None) -> list[StoredSummary]:
+        """Your summaries of groups of memories (level 1) and of projects (level 2), what an overview
+        question is answered from first. `project`: `project:name`, or "" for memories of no project."""
+        from cems_cli.store.summaries import list_summaries
+
+        return list_summaries(self._service.conn, self._service.settings.user, project)
+
+    def summarize(self, *, dry_run: bool = False) -> SummaryReport:
+        """Bring your summaries up to date now (maintenance does it daily): a group whose memories did not
+        change keeps its text; with an LLM configured a new summary is the model's."""
+        from cems_cli.summaries import build_summaries
+
+        return build_summaries(self._service.conn, self._service.live_settings(), dry_run=dry_run)
 
     def import_jsonl(
         self, lines: Sequence[bytes], *, default_team: str | None = None,

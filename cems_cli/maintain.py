@@ -12,6 +12,8 @@ Pinned memories are never archived, merged away, changed or deleted by any step.
   least SIMILARITY_THRESHOLD alike become one (store/lifecycle.merge); the other is archived, pointing at
   it. The user's own text survives a captured copy of it.
 - Pruning: memories archived more than CEMS_ARCHIVE_GRACE_DAYS ago are deleted with their chunks.
+- Summaries: each project's groups of alike memories and the project itself are summarised again where
+  their memories changed (cems_cli/summaries.py; CEMS_SUMMARIES=false leaves them out).
 - Scrubbing, after the user purged memories (`cems forget --purge`) or pruning deleted some: a DELETE leaves
   the text in the database files; the tables are rewritten, the WAL that recorded it retired and the query
   cache emptied (store/lifecycle.scrub, where what remains is listed).
@@ -19,10 +21,11 @@ Pinned memories are never archived, merged away, changed or deleted by any step.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,11 +37,12 @@ from cems_cli.store.lifecycle import Candidate
 
 if TYPE_CHECKING:
     from cems_cli.config import Settings
+    from cems_cli.summaries import SummaryReport
 
 log = logging.getLogger("cems.maintain")
 
 SIMILARITY_THRESHOLD = 0.92
-STEPS = ("expire", "consolidate", "prune")
+STEPS = ("expire", "consolidate", "prune", "summarize")
 # A step that lost a deadlock to a concurrent writer (row locks taken in another order) is simply retried.
 _ATTEMPTS = 3
 
@@ -62,6 +66,7 @@ class MaintenanceReport:
     expired: int = 0
     pruned: int = 0
     scrub: lifecycle.ScrubReport | None = None  # only when deleted text was waiting to be scrubbed
+    summaries: SummaryReport | None = None  # None when summaries are off
 
     @property
     def merged(self) -> int:
@@ -73,6 +78,7 @@ class MaintenanceReport:
             "consolidated": [{"kept": g.kept, "merged": list(g.merged)} for g in self.consolidated],
             "expired": self.expired,
             "pruned": self.pruned,
+            **({"summaries": self.summaries.to_json()} if self.summaries is not None else {}),
             **({"scrubbed": self.scrub.to_json()} if self.scrub is not None else {}),
         }
 
@@ -190,6 +196,10 @@ def run_maintenance(
     report.pruned = step(
         "prune", lambda: lifecycle.prune(conn, user, settings.archive_grace_days, dry_run=dry_run)
     )
+    if settings.summaries:
+        if progress:
+            progress("summarize")
+        report.summaries = summarize(conn, settings, dry_run=dry_run, wait=wait)
     if not dry_run and lifecycle.scrub_pending(conn, user):
         report.scrub = scrub(conn, settings)
     if not dry_run:
@@ -201,6 +211,21 @@ def run_maintenance(
             write_rules_snapshot(conn, Identity(settings.user, settings.team), settings.home)
         lifecycle.record_run(conn, user, report.to_json())
     return report
+
+
+def summarize(conn: psycopg.Connection, settings: Settings, *, dry_run: bool, wait: bool) -> SummaryReport:
+    """The summaries step: made outside any transaction (an LLM may take its time), written in one that
+    holds the maintenance lock."""
+    from cems_cli.summaries import build_summaries
+
+    @contextlib.contextmanager
+    def locked() -> Iterator[None]:
+        with conn.transaction():
+            if not lifecycle.take_lock(conn, settings.user, wait=wait):
+                raise MaintenanceBusy(f"maintenance of {settings.user}'s memories is already running")
+            yield
+
+    return build_summaries(conn, settings, dry_run=dry_run, transaction=locked)
 
 
 def scrub(conn: psycopg.Connection, settings: Settings) -> lifecycle.ScrubReport:

@@ -69,6 +69,8 @@ def citation(source: str | None, source_ref: str | None) -> str:
         line = next((p[1:] for p in parts[at + 2 :] if p[:1] == "L" and p[1:].isdigit()), None)
         text = f"session {session}" + (f", transcript line {line}" if line else "")
         return text + where
+    if source == "summary":
+        return f"summary of memories{where}"
     if source in _CAPTURED:
         return f"{_CAPTURED[source]}{' in project ' + project if project else ''}"
     if source in (None, "manual", "cli", "mcp"):

@@ -18,6 +18,7 @@ from cems_cli.cli import (
     plugin,
     rules,
     settings,
+    summaries,
     team,
     transfer,
 )
@@ -54,8 +55,8 @@ def _root(
     """CEMS: long-term memory and guard rails for AI coding agents."""
 
 
-for group in (memory, rules, settings, transfer, admin, team, audit, maintain, hooks, mcp, plugin, observer,
-              evaluation):
+for group in (memory, rules, settings, transfer, admin, team, audit, maintain, summaries, hooks, mcp, plugin,
+              observer, evaluation):
     group.register(app)
 use_tidy_help(app)
 

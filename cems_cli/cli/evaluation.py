@@ -24,6 +24,8 @@ def eval_(
     compare: tuple[Path, Path] = typer.Option(None, "--compare", help="Two results files: print B − A."),
     trigger: str = typer.Option(None, "--trigger", help="--sessions only: capture through both (default), "
                                 "hooks (Stop/PostToolUse and the worker) or observer."),
+    questions: Path = typer.Option(None, "--questions", help="--sessions only: ask these questions (a "
+                                   "questions.jsonl of the same format) instead of DIR/questions.jsonl."),
     mode: str = typer.Option(None, "--mode", help="vector, hybrid or auto (default CEMS_SEARCH_MODE)."),
     limit_questions: int = typer.Option(None, "--limit-questions", help="Only the first N scored questions."),
     out: Path = typer.Option(None, "--out", "-o", help="Write the results JSON here."),
@@ -42,6 +44,8 @@ def eval_(
              "--compare A.json B.json")
     if trigger is not None and not sessions:
         fail("--trigger applies to --sessions only")
+    if questions is not None and not sessions:
+        fail("--questions applies to --sessions only")
     if not context and (sessions or compare):
         fail("--no-context applies to --locomo, --longmemeval and --bench")
     if compare:
@@ -50,7 +54,7 @@ def eval_(
     check_range("--limit-questions", limit_questions, 1, 1_000_000)
     if sessions:
         _sessions(sessions, trigger=trigger, mode=mode, limit_questions=limit_questions, out=out,
-                  details=details, as_of=as_of, as_json=as_json)
+                  details=details, as_of=as_of, as_json=as_json, questions=questions)
         return
     moment = _moment(as_of) if as_of is not None else None
     from cems_cli.config import get_settings
@@ -92,7 +96,8 @@ def eval_(
 
 
 def _sessions(folder: Path, *, trigger: str | None, mode: str | None, limit_questions: int | None,
-              out: Path | None, details: Path | None, as_of: str | None, as_json: bool) -> None:
+              out: Path | None, details: Path | None, as_of: str | None, as_json: bool,
+              questions: Path | None = None) -> None:
     """Capture a session set through the real triggers, ask its questions through the prompt hook."""
     if as_of is not None:
         fail("--as-of does not apply to --sessions: the prompt hook asks at the current time")
@@ -111,7 +116,7 @@ def _sessions(folder: Path, *, trigger: str | None, mode: str | None, limit_ques
     if mode not in MODES:
         fail(f"unknown mode {mode!r} (expected one of: {', '.join(MODES)})")
     try:
-        dataset = load_session_set(folder)
+        dataset = load_session_set(folder, questions)
     except DatasetError as error:
         fail(str(error))
     if not dataset.questions:

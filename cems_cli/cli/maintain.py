@@ -10,6 +10,7 @@ _STEP_LABELS = {
     "expire": "archiving expired memories",
     "consolidate": "merging near duplicates",
     "prune": "deleting long-archived memories",
+    "summarize": "summarising groups of memories",
 }
 _SHOWN_GROUPS = 20
 
@@ -18,13 +19,15 @@ def maintain(
     dry_run: bool = typer.Option(False, "--dry-run", help="Change nothing; report what would happen."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Archive expired memories, merge near duplicates, delete memories archived long ago.
+    """Archive expired memories, merge near duplicates, delete memories archived long ago, summarise.
 
     Expired: past their expiry, or captured session context unused (not updated, searched or recalled) for
     CEMS_CONTEXT_TTL_DAYS (default 90). Near duplicates (cosine >= 0.92, same scope, team, category and
     project) become one, your own text over a captured copy; the other is archived, pointing at it.
     Archived memories are deleted CEMS_ARCHIVE_GRACE_DAYS (default 30) after they were archived.
-    Pinned memories are never touched. The observer runs this once a day.
+    Groups of alike memories and each project are summarised again where their memories changed (`cems
+    summaries`; CEMS_SUMMARIES=false skips it). Pinned memories are never touched. The observer runs this
+    once a day.
     """
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
@@ -70,6 +73,8 @@ def maintain(
         str(report.pruned),
         f"{verb} deleted (archived over {settings.archive_grace_days:g} days ago)",
     )
+    if report.summaries is not None:
+        table.add_row("summarize", str(report.summaries.written), report.summaries.describe(dry_run))
     if report.scrub is not None:
         done = "erased from the database files" if report.scrub.tables else "not yet erased"
         note = f" ({report.scrub.note})" if report.scrub.note else ""

@@ -85,6 +85,7 @@ class Capture:
     observer: dict[str, int] = field(default_factory=dict)
     worker: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    summaries: dict[str, int] | None = None  # cems_cli/summaries.py's report, when summaries are on
 
     def add_observer(self, report: RunReport) -> None:
         for key, value in report.to_json().items():
@@ -129,6 +130,11 @@ def run_sessions(dataset: SessionSet, base: Settings, *, trigger: str = "both", 
             started = time.perf_counter()
             with progress("capturing sessions") as update:
                 capture = _capture(dataset, settings, service, home, trigger, update, offset)
+            if settings.summaries:
+                # What the observer's daily maintenance makes of them before the questions are asked.
+                from cems_cli.summaries import build_summaries
+
+                capture.summaries = build_summaries(service.conn, settings).to_json()
             ingest_seconds = time.perf_counter() - started
             store = _store_stats(service, dataset)
         finally:
@@ -494,6 +500,7 @@ def _result(dataset: SessionSet, questions: list[SessionQuestion], asked: list[A
         "duplicates": store["duplicates"],
         "observer": capture.observer,
         "worker": capture.worker,
+        **({"summaries": capture.summaries} if capture.summaries is not None else {}),
         "errors": capture.errors[:20],
     }
     values = {"fact_recall": overall["fact_recall"], "noise": overall["noise"],

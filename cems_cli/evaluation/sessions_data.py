@@ -282,14 +282,15 @@ def load_transcript(root: Path, path: Path) -> Transcript:
                       cwd=identity["cwd"], started=identity["started"], turns=turns)
 
 
-def load_session_set(folder: Path) -> SessionSet:
-    """Read DIR/questions.jsonl and every transcript under DIR/projects (sessions in time order)."""
+def load_session_set(folder: Path, questions_file: Path | None = None) -> SessionSet:
+    """Read DIR/questions.jsonl (or `questions_file`) and every transcript under DIR/projects (sessions in
+    time order)."""
     if not folder.is_dir():
         raise DatasetError(f"{folder} is not a folder")
     projects = folder / PROJECTS_DIR
     if not projects.is_dir():
         raise DatasetError(f"{folder} has no {PROJECTS_DIR}/ folder of transcripts")
-    questions = load_questions(folder / QUESTIONS_FILE)
+    questions = load_questions(questions_file or folder / QUESTIONS_FILE)
     transcripts = [load_transcript(projects, path) for path in sorted(projects.rglob("*.jsonl"))]
     transcripts = [t for t in transcripts if t.turns]
     if not transcripts:

@@ -86,7 +86,7 @@ def temporal_factor(age_days: int, strength: float = 0.1, half_days: float = 30.
     return (1.0 - strength) + 2.0 * strength * recency
 
 
-def _normalised_project(project: str | None) -> str | None:
+def normalised_project(project: str | None) -> str | None:
     if project is None or not project.strip():
         return None
     value = project.strip().lower()
@@ -101,7 +101,7 @@ def project_factor(
     Plain prefix matching would let `project:acme` claim `project:acme-web`. With no current project
     there is nothing to compare against, so no factor (1.0).
     """
-    current = _normalised_project(current_project)
+    current = normalised_project(current_project)
     if current is None:
         return 1.0
     ref = (source_ref or "").strip().lower()

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
+from cems_cli.defaults import RECALL_MIN_SIMILARITY
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -243,10 +245,91 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     diverse = settings.diverse_aggregation and analysis.is_aggregation and mode != "vector"
     selected = _assemble(adjusted, request, settings, diverse=diverse)
     trace.lap("assemble")
-    return _results(deps, selected, request, trace, documents)
+    results = _results(deps, selected, request, trace, documents)
+    if settings.summaries and settings.summary_results:
+        results = _overview(deps, request, query_vector, cue, results, trace)
+    return results
 
 
 # --- stages -----------------------------------------------------------------------------------------------
+
+
+# A summary sharing no word with the question's topic needs this cosine; and every summary this score
+# (cosine plus half its full-text rank, after the project factor): "an overview of xyzzy" gets none.
+SUMMARY_MIN_COSINE = RECALL_MIN_SIMILARITY
+SUMMARY_MIN_SCORE = 0.2
+
+
+def _overview(
+    deps: SearchDeps,
+    request: SearchRequest,
+    query_vector: Any,
+    cue: Any,
+    results: list[SearchResult],
+    trace: Trace,
+) -> list[SearchResult]:
+    """Step 14.5 (RAPTOR): an overview question ("catch me up", "what have we done on billing this
+    month?") gets the summaries of groups of memories most like it first (cems_cli/summaries.py), in place
+    of the weakest memories; a question naming no topic, its project's overview first. A time the question
+    names keeps the summaries whose period overlaps it."""
+    from cems_cli.retrieval.adjust import normalised_project, project_factor
+    from cems_cli.retrieval.understand import is_overview, overview_topic
+    from cems_cli.store.summaries import search_summaries
+
+    if request.category is not None or not is_overview(request.query):
+        return results
+    start = cue.start if cue is not None else None
+    end = cue.end if cue is not None else None
+    topic = overview_topic(request.query)
+    current = normalised_project(request.current_project)
+    if not topic:
+        # "Catch me up": the project's overview, whatever its words; without a project, the overviews of
+        # the projects worked on last.
+        found = search_summaries(deps.conn, deps.identity.user, query_vector, "", since=start, until=end,
+                                 level=2, project=request.project_filter or current)
+        ranked = sorted(found, key=lambda s: s.period_end, reverse=True)
+    else:
+        # Full-text rank on the topic alone: every summary says "overview" or "memories".
+        found = search_summaries(deps.conn, deps.identity.user, query_vector, " ".join(topic), since=start,
+                                 until=end, project=request.project_filter)
+        # Evidence first, as for memories: a word of the topic, or a cosine that close.
+        scored = [(s.score * project_factor(s.project or None, request.current_project), s) for s in found
+                  if s.lexical > 0 or s.cosine >= SUMMARY_MIN_COSINE]
+        ranked = [s for score, s in sorted(scored, key=lambda item: item[0], reverse=True)
+                  if score >= SUMMARY_MIN_SCORE]
+    wanted = min(deps.settings.summary_results, max(1, request.limit // 2))
+    chosen = ranked[:wanted]
+    trace.stages["summaries"] = [{"id": s.id, "level": s.level, "cosine": round(s.cosine, 4),
+                                  "lexical": round(s.lexical, 4)} for s in chosen]
+    if not chosen:
+        return results
+    from cems_cli.results import SearchResult
+
+    confidence = {r.id: r.confidence for r in results}
+    shown = [
+        SearchResult(
+            id=s.id,
+            score=s.score,
+            category="summary",
+            content=s.content,
+            snippet=s.content,
+            title=s.title,
+            tags=[f"summary:level{s.level}"],
+            scope="personal",
+            source_ref=s.project or None,
+            pinned=False,
+            created_at=s.period_end,
+            source="summary",
+            # As likely to answer as the likeliest of its memories the search found, else unknown (0).
+            confidence=max((confidence[m] for m in s.members if m in confidence), default=0.0),
+            explain={"summary": {"level": s.level, "members": len(s.members), "method": s.method}}
+            if request.explain else {},
+        )
+        for s in chosen
+    ]
+    if results and "pipeline" in results[0].explain:
+        shown[0].explain["pipeline"] = results[0].explain.pop("pipeline")
+    return (shown + results)[: max(request.limit, len(shown))]
 
 
 def _rate_confidence(candidates: list[Candidate]) -> None:

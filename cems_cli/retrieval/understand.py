@@ -91,6 +91,39 @@ _AGGREGATION = re.compile(
     r"\ball (?:the|my|of|our|your|times?|sessions?)\b|^\s*list\b|\blist (?:all|my|the|every|of)\b"
 )
 
+# Questions about a whole project or topic rather than one fact ("catch me up", "what have we done on billing
+# this month?"): answered first from summaries of groups of memories (retrieval/raptor.py). "What did we
+# decide about X" asks for one fact and is left out; so is every question about one thing.
+_WHEN_SPAN = r"(?:this|last|past) (?:week|month|sprint|quarter|year)|recently|lately|today|yesterday|so far"
+_OVERVIEW = re.compile(
+    r"\boverview\b|\bsummar(?:y|ies|ise|ize)\b|\brecap\b|\bcatch (?:me|us) up\b|"
+    r"\b(?:bring|get) (?:me|us) up to speed\b|\bwhere (?:are|were|do) we (?:at|stand)\b|\bwhere are we\b|"
+    r"\bwhat (?:have|had) (?:we|i|you) (?:been )?(?:done|doing|worked on|working on|changed|built)\b|"
+    r"\bwhat (?:did|do) (?:we|i|you) (?:work on|change|build)\b|"
+    rf"\bwhat (?:did|do) (?:we|i|you) do (?:on \S+(?: \S+)? )?(?:{_WHEN_SPAN})\b|"
+    rf"\bwhat(?:'s| has)? (?:been )?(?:happened|happening|going on) (?:{_WHEN_SPAN}|since)\b|"
+    r"\bwhat(?:'s| has) been (?:happening|going on)\b|"
+    r"\b(?:history|state|status) of\b|\b(?:our|the) progress on\b|\beverything (?:about|on)\b"
+)
+# What is left of an overview question once its overview words are gone: with nothing left it asks for
+# the whole project ("catch me up"), else for a topic ("what have we done on billing?").
+_OVERVIEW_WORDS = frozenset(
+    "overview summary summaries summarise summarize recap catch me us up bring get speed where stand at "
+    "done do doing worked work working been changed change built build happened happening going on history "
+    "state status progress everything about project repo repository codebase this last past month week "
+    "weeks months today yesterday recently so far lately give tell please quick short".split()
+)
+
+
+def is_overview(query: str) -> bool:
+    return bool(_OVERVIEW.search(query.lower()))
+
+
+def overview_topic(query: str) -> list[str]:
+    """The content words of an overview question besides its overview words: its topic, if it has one."""
+    return [t for t in query_terms(query) if t not in _OVERVIEW_WORDS]
+
+
 # ----------------------------------------------------------------------------------------------- intent
 _RECALL_STRONG = re.compile(
     r"\b(?:did|have|had|was|were) (?:i|we)\b|\bremember\b|\brecall\b|\blast time\b|\bpreviously\b|"

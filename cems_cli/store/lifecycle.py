@@ -337,7 +337,7 @@ def seconds_since_last_run(conn: psycopg.Connection, user: str) -> float | None:
 # administrator's to retire) and of an embedded server an earlier version started with WAL recycling on
 # (until it is restarted), and, outside the database, the capture spool's raw tool events and Claude Code's
 # transcripts the memory came from.
-SCRUB_TABLES = ("memory_documents", "memory_chunks", "rules", "capture_sessions")
+SCRUB_TABLES = ("memory_documents", "memory_chunks", "rules", "capture_sessions", "memory_summaries")
 _SCRUB_KEY = "scrub_pending:"
 SCRUB_LOCK_TIMEOUT = "10s"  # VACUUM FULL waits for readers; it must not stall the prompt hook for long
 

@@ -161,11 +161,28 @@ def test_sessions_with_an_llm(cli, tmp_path, private_tmp, fake_openai):
     assert _details(tmp_path / "d.jsonl")["api/1"]["facts"][0]["present"] is True
 
 
+def test_sessions_with_questions_of_another_file(cli, tmp_path, private_tmp):
+    dataset = write_set(tmp_path / "set")
+    other = tmp_path / "overview.jsonl"
+    row = {"qid": "api/overview", "project": "tiny-api", "project_cwd": API, "category": "overview",
+           "question": "What have we done on the session cache so far?", "facts": [["redis"]],
+           "asked_at": "2026-03-03T09:00:00Z"}
+    other.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    run = cli("eval", "--sessions", str(dataset), "--questions", str(other), "--json")
+    assert run.code == 0, run.stderr
+    result = run.json()
+    assert result["config"]["questions"] == 1 and set(result["by_category"]) == {"overview"}
+    assert result["capture"]["summaries"]["projects"] >= 0  # made before the questions, as maintenance would
+    missing = cli("eval", "--sessions", str(dataset), "--questions", str(tmp_path / "nope.jsonl"))
+    assert missing.code == 2 and missing.stderr.strip().count("\n") == 0 and "nope.jsonl" in missing.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--sessions", "/nonexistent/set"], "is not a folder"),
         (["--bench", ".", "--trigger", "hooks"], "--trigger applies to --sessions only"),
+        (["--bench", ".", "--questions", "q.jsonl"], "--questions applies to --sessions only"),
         (["--sessions", ".", "--trigger", "cron"], "unknown trigger 'cron'"),
         (["--sessions", ".", "--as-of", "2026-01-01"], "--as-of does not apply to --sessions"),
         (["--sessions", ".", "--bench", "."], "give exactly one of"),

@@ -447,3 +447,24 @@ def test_a_team_admin_forgets_a_teammates_shared_memory_and_a_member_cannot(worl
         "SELECT id::text, archived FROM memory_documents WHERE id = ANY(%s::uuid[])", ([bobs, alices],)
     ).fetchall())
     assert rows == {bobs: True, alices: False}
+
+
+def test_summaries_are_their_owners_alone_and_go_with_a_teammates_forgotten_memory(world):
+    shared = world.ok(world.bob, "remember", "The red deploy runs from the release branch on Fridays",
+                      "--scope", "shared", team=world.red)["id"]
+    world.ok(world.bob, "remember", "Red deploys run from the release branch, only on Fridays",
+             team=world.red)
+    assert world.ok(world.bob, "summaries", "--rebuild", team=world.red)["rebuilt"]["written"] == 1
+    # Alice reads the shared memory, not bob's summary of it, and cannot write one in his name.
+    assert world.ok(world.alice, "summaries", team=world.red)["summaries"] == []
+    with world.connect(world.alice) as alice:
+        assert alice.execute("SELECT count(*) FROM memory_summaries").fetchone()[0] == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            alice.execute(
+                "INSERT INTO memory_summaries (user_id, level, title, content, members, member_key, "
+                "period_start, period_end, method, embedding) SELECT %s, 1, 't', 'forged', '{}', 'k', now(), "
+                "now(), 'extractive', embedding FROM memory_chunks LIMIT 1", (world.bob,))
+    # Red's admin forgets bob's shared memory: his summary quoting it goes too, though she cannot see it.
+    assert world.ok(world.alice, "forget", shared[:8], team=world.red)["forgotten"] == [shared]
+    left = world.admin.execute("SELECT count(*) FROM memory_summaries WHERE user_id = %s", (world.bob,))
+    assert left.fetchone()[0] == 0

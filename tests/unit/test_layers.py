@@ -29,7 +29,8 @@ ENGINE = ("service", "rules.manage", "bulk", "maintain", "recall", "capture")
 EXEMPT = {
     # Replays sessions through the capture engine on a controlled clock; its questions go through the real
     # prompt hook, and its store statistics read the tables the engine wrote.
-    "evaluation.sessions": ("service", "store.observer", "capture"),
+    # Summaries are made once the sessions are in, as the observer's daily maintenance would.
+    "evaluation.sessions": ("service", "store.observer", "capture", "summaries"),
 }
 # What a front end may import besides the library: settings, project names, the hooks' stdlib helpers, the
 # database server's lifecycle (`cems db start/stop`, the demo's own server) and the error types it shows.

@@ -1,0 +1,203 @@
+"""The summaries table (sql/011_summaries.sql): what they are made of, their rows, and their search."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from cems_cli.retrieval.raptor import Member, Summary
+from cems_cli.store.memories import live_clause
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# Projects as the lifecycle module derives them from source_ref ('project:name', '' for none).
+_PROJECT = (
+    "CASE WHEN d.source_ref LIKE 'project:%%' "
+    "THEN 'project:' || split_part(substr(d.source_ref, 9), ':', 1) ELSE '' END"
+)
+
+
+@dataclass(frozen=True)
+class StoredSummary:
+    id: str
+    project: str
+    level: int
+    title: str
+    content: str
+    members: list[str]
+    member_key: str
+    period_start: datetime
+    period_end: datetime
+    method: str
+    built_at: datetime
+    cosine: float = 0.0  # to the query, when searched
+    lexical: float = 0.0  # full-text rank of the query's words, when searched
+
+    @property
+    def score(self) -> float:
+        return self.cosine + 0.5 * self.lexical
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "project": self.project or None,
+            "level": self.level,
+            "title": self.title,
+            "content": self.content,
+            "members": len(self.members),
+            "period_start": self.period_start.isoformat(),
+            "period_end": self.period_end.isoformat(),
+            "method": self.method,
+            "built_at": self.built_at.isoformat(),
+        }
+
+
+def project_members(conn: psycopg.Connection, user: str) -> dict[str, tuple[list[Member], np.ndarray]]:
+    """Each project's live memories of `user` (rules aside: they say what is allowed, not what was done),
+    in the order they were recorded, with each memory's mean chunk embedding, L2-normalised."""
+    import numpy as np
+
+    rows = conn.execute(
+        f"SELECT d.id, d.category, d.content, d.created_at, d.source, {_PROJECT} AS project, "
+        "d.entities, avg(c.embedding) AS vector "
+        "FROM memory_documents d JOIN memory_chunks c ON c.document_id = d.id "
+        f"WHERE d.user_id = %s AND d.category <> 'rules' AND {live_clause()} "
+        "GROUP BY d.id ORDER BY d.created_at, d.id",
+        (user,),
+    ).fetchall()
+    grouped: dict[str, tuple[list[Member], list[np.ndarray]]] = {}
+    for memory_id, category, content, created_at, source, project, entities, vector in rows:
+        members, vectors = grouped.setdefault(project, ([], []))
+        members.append(Member(str(memory_id), category, content, created_at, source, tuple(entities or ())))
+        # pgvector's loader gives a Vector for avg()'s result, a numpy array for a column.
+        values = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
+        vectors.append(np.asarray(values, dtype=np.float32))
+    result = {}
+    for project, (members, vectors) in grouped.items():
+        matrix = np.vstack(vectors)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        result[project] = (members, matrix / np.where(norms > 0, norms, 1.0))
+    return result
+
+
+_COLUMNS = ("id, project, level, title, content, members, member_key, period_start, period_end, method, "
+            "built_at")
+
+
+def _stored(row: Sequence[Any], cosine: float = 0.0, lexical: float = 0.0) -> StoredSummary:
+    return StoredSummary(str(row[0]), row[1], row[2], row[3], row[4], [str(m) for m in row[5]], row[6],
+                         row[7], row[8], row[9], row[10], cosine, lexical)
+
+
+def list_summaries(conn: psycopg.Connection, user: str, project: str | None = None) -> list[StoredSummary]:
+    where, params = "user_id = %s", [user]
+    if project is not None:
+        where += " AND project = %s"
+        params.append(project)
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM memory_summaries WHERE {where} "
+        "ORDER BY project, level DESC, period_end DESC",
+        params,
+    ).fetchall()
+    return [_stored(r) for r in rows]
+
+
+def replace_project(
+    conn: psycopg.Connection,
+    user: str,
+    project: str,
+    summaries: Iterable[tuple[Summary, np.ndarray]],
+) -> tuple[int, int]:
+    """Make the project's summaries exactly `summaries`: rows of groups that did not change are kept as they
+    are, the others deleted or inserted. Returns (inserted, deleted)."""
+    wanted = {(s.level, s.member_key): (s, v) for s, v in summaries}
+    existing = conn.execute(
+        "SELECT id, level, member_key FROM memory_summaries WHERE user_id = %s AND project = %s",
+        (user, project),
+    ).fetchall()
+    keep = {(level, key) for _id, level, key in existing if (level, key) in wanted}
+    stale = [row[0] for row in existing if (row[1], row[2]) not in keep]
+    if stale:
+        conn.execute("DELETE FROM memory_summaries WHERE id = ANY(%s)", (stale,))
+    inserted = 0
+    for key, (summary, vector) in wanted.items():
+        if key in keep:
+            continue
+        conn.execute(
+            "INSERT INTO memory_summaries (user_id, project, level, title, content, members, member_key, "
+            "period_start, period_end, method, embedding) "
+            "VALUES (%s, %s, %s, %s, %s, %s::uuid[], %s, %s, %s, %s, %s)",
+            (user, project, summary.level, summary.title, summary.content, list(summary.members),
+             summary.member_key, summary.period_start, summary.period_end, summary.method, vector),
+        )
+        inserted += 1
+    return inserted, len(stale)
+
+
+def drop_projects(conn: psycopg.Connection, user: str, keep: Iterable[str]) -> int:
+    """Delete the summaries of projects that no longer have memories to summarise."""
+    cur = conn.execute(
+        "DELETE FROM memory_summaries WHERE user_id = %s AND NOT (project = ANY(%s))", (user, list(keep))
+    )
+    return cur.rowcount
+
+
+def kept_keys(
+    conn: psycopg.Connection, user: str, project: str
+) -> dict[tuple[int, str], tuple[str, str, str]]:
+    """(level, member_key) → (title, content, method) of the project's current summaries: an unchanged group
+    keeps its text (an LLM's summary is not asked for again)."""
+    rows = conn.execute(
+        "SELECT level, member_key, title, content, method FROM memory_summaries "
+        "WHERE user_id = %s AND project = %s",
+        (user, project),
+    ).fetchall()
+    return {(r[0], r[1]): (r[2], r[3], r[4]) for r in rows}
+
+
+def search_summaries(
+    conn: psycopg.Connection,
+    user: str,
+    query_vector: np.ndarray,
+    query: str,
+    *,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    level: int | None = None,
+    project: str | None = None,
+    limit: int = 20,
+) -> list[StoredSummary]:
+    """The summaries most alike the query: cosine, plus half the full-text rank (words of the query in the
+    title or text). `since`/`until`: only summaries whose period overlaps that time; `level`, `project`:
+    only those."""
+    where = ["user_id = %(user)s"]
+    params: dict[str, Any] = {"user": user, "q": query_vector, "text": query, "limit": limit}
+    if level is not None:
+        where.append("level = %(level)s")
+        params["level"] = level
+    if project is not None:
+        where.append("project = %(project)s")
+        params["project"] = project
+    if since is not None:
+        where.append("period_end >= %(since)s")
+        params["since"] = since
+    if until is not None:
+        where.append("period_start < %(until)s")
+        params["until"] = until
+    # A handful of rows per project: an exact scan, no vector index needed.
+    rows = conn.execute(
+        f"SELECT {_COLUMNS}, 1 - (embedding <=> %(q)s) AS cosine, "
+        # ts_rank gives 1e-20, not 0, to a text without the words.
+        "CASE WHEN search_vector @@ plainto_tsquery('english', %(text)s) "
+        "THEN ts_rank(search_vector, plainto_tsquery('english', %(text)s)) ELSE 0 END AS lexical "
+        f"FROM memory_summaries WHERE {' AND '.join(where)} "
+        "ORDER BY 1 - (embedding <=> %(q)s) + 0.5 * ts_rank(search_vector, plainto_tsquery('english', "
+        "%(text)s)) DESC, level DESC LIMIT %(limit)s",
+        params,
+    ).fetchall()
+    return [_stored(r[:-2], float(r[-2]), float(r[-1])) for r in rows]
