@@ -6,13 +6,17 @@ the average content length, and each term's document frequency.
 
 Cost at scale (bench/search_latency.py, 100k memories): scoring every chunk that matches any query term read
 ~14k rows for a four-term question, and the statistics took another ~120 ms (a count per term through the
-documents' visibility). Two things make it cheap, both exact for the result they return:
+documents' visibility). What makes it cheap:
 - statistics are counted on the chunks' own owner columns (no join) and kept five minutes per connection
   and visibility (minutes of writes move an IDF by a rounding error; a term not seen before is counted
-  when first asked for, and this connection's own writes drop what it keeps);
-- "max-score" pruning: only chunks holding one of the query's rarer terms are scored first. A chunk holding
-  only the common terms cannot score more than those terms' summed IDF at the shortest length; when the
-  limit-th score found beats that bound, nothing was missed. Otherwise every matching chunk is scored.
+  when first asked for, and this connection's own writes drop what it keeps). In a store of 20k chunks or
+  more whose every chunk the asker sees, a common term's frequency is the planner's estimate instead
+  (ANALYZE's share, within a few percent; counting a term of 5-15k chunks took 10-40 ms);
+- "max-score" pruning, exact for the result it returns: only chunks holding one of the query's rarer terms
+  are scored first. A chunk holding none of them scores less than the summed IDF, at the shortest length,
+  of the other terms it holds; when the limit-th score found beats that bound for all of them, nothing
+  was missed. Otherwise only chunks holding one of the smallest sets of the other terms whose bound beats
+  it are scored (`a & b`: chunks holding two common terms are far fewer than those holding either).
 """
 from __future__ import annotations
 
@@ -53,7 +57,15 @@ PRUNE_FIRST_CHUNKS = 2_000
 # The best chunks by score, this many times the limit, are checked against the live, category and project
 # filters (archived, expired and rules memories are few; a --project filter may drop more, then all are).
 FIRST_LIMIT_FACTOR = 4
+# Past the first terms, chunks are matched by the smallest sets of the other terms that can still beat the
+# scores found; more sets than this (many terms of like weight) and every chunk holding any of them is scored.
+MAX_TERM_SETS = 64
+MAX_SETS_TRIED = 4_096  # sets of up to 12 terms are all tried in ~5 ms; a long prompt's are not
 STATS_SECONDS = 300.0
+# From this many chunks on, in a store whose every chunk the asker sees, a common lexeme's document frequency
+# is the planner's estimate (the share ANALYZE found in its sample, within a few percent: an IDF moves by
+# ~0.02) instead of a count of its 5-15k chunks (10-40 ms each); rarer lexemes, cheap to count, are counted.
+ESTIMATE_FROM = 20_000
 AVERAGE_SAMPLE_FROM = 20_000
 AVERAGE_SAMPLE_CHUNKS = 4_000
 _STATS_MAX_TERMS = 4_096  # document frequencies kept per connection and visibility
@@ -107,6 +119,7 @@ class _Stats:
     average_length: float  # mean count of distinct content lexemes of a visible chunk
     frequencies: dict[str, int]  # lexeme -> visible chunks holding it in their content
     sees_all: bool  # every chunk of the store is visible to the asker
+    estimates: dict[str, float] | None = None  # the planner's share of chunks per common lexeme, once read
 
 
 _STATS: weakref.WeakKeyDictionary[psycopg.Connection, dict[tuple[Any, ...], _Stats]] = (
@@ -146,6 +159,14 @@ def collection_stats(
         stats = _Stats(now + STATS_SECONDS, int(visible), _average_length(conn, where, params, every), {},
                        not others)
     missing = [lexeme for lexeme in lexemes if lexeme not in stats.frequencies]
+    if missing and stats.sees_all and stats.chunks >= ESTIMATE_FROM:
+        if stats.estimates is None:
+            stats.estimates = _planner_frequencies(conn)
+        for lexeme in missing:
+            share = stats.estimates.get(lexeme)
+            if share is not None:
+                stats.frequencies[lexeme] = round(share * stats.chunks)
+        missing = [lexeme for lexeme in missing if lexeme not in stats.frequencies]
     if missing:
         # One GIN probe per term. When the asker sees every chunk (one user's store; under row-level
         # security, the rows the policies let through), the owner test is left out: no second index to
@@ -163,6 +184,24 @@ def collection_stats(
     frequencies = [stats.frequencies[lexeme] for lexeme in lexemes]
     per_conn[key] = stats
     return stats.chunks, stats.average_length, frequencies
+
+
+def _planner_frequencies(conn: psycopg.Connection) -> dict[str, float]:
+    """The share of chunks holding each of the store's most common lexemes, from the statistics ANALYZE
+    keeps (the planner's), when they describe content alone: no chunk of the sample had a context, whose
+    words they would count too. Empty when there are none, or the session may not read them (row-level
+    security hides them from an application role: they describe every user's rows)."""
+    row = conn.execute(
+        "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.null_frac FROM pg_stats s "
+        "JOIN pg_stats c ON c.schemaname = s.schemaname AND c.tablename = s.tablename "
+        "  AND c.attname = 'context' "
+        "WHERE s.schemaname = current_schema() AND s.tablename = 'memory_chunks' "
+        "  AND s.attname = 'search_vector'"
+    ).fetchone()
+    if row is None or not row[0] or not row[1] or row[2] is None or row[2] < 1.0:
+        return {}
+    elements, shares = row[0], row[1]
+    return {lexeme: float(share) for lexeme, share in zip(elements, shares[: len(elements)], strict=True)}
 
 
 def _average_length(conn: psycopg.Connection, where: str, params: dict[str, Any], chunks: int) -> float:
@@ -217,6 +256,30 @@ def _bound(lexemes: Sequence[str], idf_of: dict[str, float], pairs, phrase_weigh
     return total * (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B))
 
 
+def _best(rows: list[Any], limit: int) -> list[Any]:
+    return sorted(rows, key=lambda r: (-r[3], r[0]))[:limit]
+
+
+def _sets_that_may_beat(terms: Sequence[str], floor: float, idf_of: dict[str, float], pairs,
+                        phrase_weights: list[float]) -> list[tuple[str, ...]] | None:
+    """The smallest sets of `terms` whose bound beats `floor`: a chunk must hold one of them to score above
+    it. None when they would take too long to find or be too many to write out (a long prompt's terms)."""
+    found: list[tuple[str, ...]] = []
+    tried = 0
+    for size in range(1, len(terms) + 1):
+        for candidate in itertools.combinations(terms, size):
+            tried += 1
+            if tried > MAX_SETS_TRIED:
+                return None
+            if any(set(smaller) <= set(candidate) for smaller in found):
+                continue
+            if _bound(candidate, idf_of, pairs, phrase_weights) > floor:
+                found.append(candidate)
+                if len(found) > MAX_TERM_SETS:
+                    return None
+    return found
+
+
 def lexical_hits(
     conn: psycopg.Connection,
     query: str,
@@ -243,13 +306,25 @@ def lexical_hits(
     frequency_of = dict(zip(lexemes, frequencies, strict=True))
     first = _first_terms(frequency_of)
     rest = sorted((x for x in lexemes if x not in first), key=lambda x: (frequency_of[x], x))
-    rows = scoring.run(conn, first)
-    while rest and not (
-        len(rows) >= limit and rows[limit - 1][3] > _bound(rest, idf_of, terms.pairs, phrase_weights)
-    ):
-        # Only the chunks the next term brings in are scored; the best of both passes are the best of all.
+    rows = scoring.run(conn, [(term,) for term in first])
+    while rest:
+        floor = rows[limit - 1][3] if len(rows) >= limit else None
+        if floor is not None and floor > _bound(rest, idf_of, terms.pairs, phrase_weights):
+            break
+        # A chunk holding none of the first terms scores less than the bound of the terms it holds: only
+        # chunks holding a set of the other terms whose bound beats the limit-th score found can enter.
+        # Those hold one of the smallest such sets (an AND of two common terms matches a small share of
+        # either's chunks); the best of both passes are the best of all.
+        sets = None
+        if floor is not None:
+            sets = _sets_that_may_beat(rest, floor, idf_of, terms.pairs, phrase_weights)
+        if sets is not None:
+            rows = _best(rows + scoring.run(conn, sets, excluding=first), limit)
+            break
+        # Too few chunks found to bound anything, or too many sets: the next rarest term's chunks are scored
+        # whole, and the bound is tried again.
         term = rest.pop(0)
-        rows = sorted(rows + scoring.run(conn, [term], excluding=first), key=lambda r: (-r[3], r[0]))[:limit]
+        rows = _best(rows + scoring.run(conn, [(term,)], excluding=first), limit)
         first.append(term)
     full_match = sum(idf)
     return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3]), full_match) for r in rows]
@@ -283,15 +358,17 @@ class _Scoring:
             "length(ts_filter(c.search_vector, '{a}')) / %(avgdl)s))"
         )
 
-    def run(self, conn: psycopg.Connection, matching: list[str], excluding: Sequence[str] = ()) -> list[Any]:
-        """The `limit` best chunks among those holding any of `matching` and none of `excluding`, scored on
-        every query term, best first (ties by id).
+    def run(self, conn: psycopg.Connection, matching: Sequence[tuple[str, ...]],
+            excluding: Sequence[str] = ()) -> list[Any]:
+        """The `limit` best chunks among those holding every term of one of the `matching` sets and none of
+        `excluding`, scored on every query term, best first (ties by id).
 
         The chunks are scored on their own (their owner columns say who may see them) and only the best few
         are joined to their memories for the live, category and project filters: joining every match made
         the planner hash all 100k memories (20 ms). When the filters drop too many of those few, the match
         set is joined whole."""
-        wanted = "(" + " | ".join(quoted(lexeme) for lexeme in matching) + ")"
+        wanted = "(" + " | ".join("(" + " & ".join(quoted(lexeme) for lexeme in group) + ")"
+                                  for group in matching) + ")"
         if excluding:
             wanted += " & !(" + " | ".join(quoted(lexeme) for lexeme in excluding) + ")"
         params = {**self.params, "matching": wanted}

@@ -54,18 +54,64 @@ def test_pruned_scoring_returns_what_scoring_every_match_returns(service, monkey
     assert len(every) == limit
 
 
-def test_pruning_scores_fewer_chunks(service, monkeypatch):
-    seen: list[list[str]] = []
+def _recorded(monkeypatch) -> list[tuple[list[tuple[str, ...]], list[str]]]:
+    seen: list[tuple[list[tuple[str, ...]], list[str]]] = []
     run = lexical._Scoring.run
 
-    def recording(self, conn, matching):
-        seen.append(list(matching))
-        return run(self, conn, matching)
+    def recording(self, conn, matching, excluding=()):
+        seen.append((list(matching), list(excluding)))
+        return run(self, conn, matching, excluding)
 
     monkeypatch.setattr(lexical._Scoring, "run", recording)
+    return seen
+
+
+def test_pruning_scores_fewer_chunks(service, monkeypatch):
+    seen = _recorded(monkeypatch)
     monkeypatch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 1)
     _hits(service, "deploy pipeline rollback", 3)
-    assert seen == [["rollback"]]  # six chunks hold it, each above what "deploy pipeline" alone can score
+    assert seen == [([("rollback",)], [])]  # six chunks hold it, each above "deploy pipeline" alone
+
+
+FILLER = ("zebra yak xerus walrus vole urchin tapir skunk raven quail puma otter newt moose lynx koala "
+          "jackal ibis hyena gecko ferret eland dingo camel bison")
+# "alpha" is rare but said in long memories (low scores); "beta" and "gamma" are common, and together in a
+# few short ones: they beat "alpha", though neither alone could.
+SETS_TEXTS = ([f"alpha {FILLER} {n}" for n in range(3)] + [f"beta gamma note {n}." for n in range(5)]
+              + [f"beta item {n}" for n in range(25)] + [f"gamma item {n}" for n in range(25)])
+
+
+def test_past_the_first_terms_only_chunks_holding_enough_of_the_others_are_scored(env, monkeypatch):
+    """After the rarest term, a chunk holding "beta" alone or "gamma" alone cannot reach the scores found,
+    but one holding both can: only chunks holding both are scored (an AND), and the result is what scoring
+    every match gives."""
+    from cems_cli.bulk import import_memories
+
+    with MemoryService(get_settings()) as svc:
+        import_memories(svc, [svc.prepare(text) for text in SETS_TEXTS])
+        seen = _recorded(monkeypatch)
+        monkeypatch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 1)
+        found = _hits(svc, "alpha beta gamma", 3)
+        assert seen == [([("alpha",)], []), ([("beta", "gamma")], ["alpha"])]
+        unpruned = _hits_unpruned(svc, monkeypatch, "alpha beta gamma", 3)
+        assert found == unpruned and len(found) == 3
+        texts = dict(svc.conn.execute(
+            "SELECT id::text, content FROM memory_documents WHERE id = ANY(%s::uuid[])",
+            ([doc for doc, _ in found],)).fetchall())
+        assert all(text.startswith("beta gamma note") for text in texts.values())
+
+
+def _hits_unpruned(service, monkeypatch, query: str, limit: int) -> list[tuple[str, float]]:
+    with monkeypatch.context() as patch:
+        patch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 10**9)
+        return _hits(service, query, limit)
+
+
+def test_too_many_term_sets_fall_back_to_one_term_at_a_time(service, monkeypatch):
+    monkeypatch.setattr(lexical, "MAX_TERM_SETS", 0)
+    monkeypatch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 1)
+    query = "deploy pipeline staging rollback notes team"
+    assert _hits(service, query, 3) == _hits_unpruned(service, monkeypatch, query, 3)
 
 
 def test_filters_that_drop_the_best_chunks_still_fill_the_limit(service, monkeypatch):

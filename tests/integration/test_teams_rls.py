@@ -468,3 +468,17 @@ def test_summaries_are_their_owners_alone_and_go_with_a_teammates_forgotten_memo
     assert world.ok(world.alice, "forget", shared[:8], team=world.red)["forgotten"] == [shared]
     left = world.admin.execute("SELECT count(*) FROM memory_summaries WHERE user_id = %s", (world.bob,))
     assert left.fetchone()[0] == 0
+
+
+def test_an_application_role_reads_no_planner_statistics(world):
+    """The planner's statistics describe every user's rows: under row-level security they are hidden, and
+    BM25 counts what the role sees instead of estimating from them."""
+    from cems_cli.store import lexical
+
+    world.ok(world.alice, "remember", "alice's deploy note for the statistics test")
+    world.admin.execute("ANALYZE memory_chunks")
+    stats = "SELECT count(*) FROM pg_stats WHERE tablename = 'memory_chunks' AND attname = 'search_vector'"
+    assert world.admin.execute(stats).fetchone()[0] == 1
+    with world.connect(world.alice) as alice:
+        assert alice.execute(stats).fetchone()[0] == 0
+        assert lexical._planner_frequencies(alice) == {}

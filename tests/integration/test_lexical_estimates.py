@@ -1,0 +1,76 @@
+"""BM25 statistics from the planner's estimates (store/lexical.py): in a large store whose every chunk the
+asker sees, a common lexeme's document frequency is the share ANALYZE found, not a count; never when a
+context would be counted in, never for what the estimates do not hold, and the hits stay those of counting."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from cems_cli.config import get_settings
+from cems_cli.service import MemoryService
+from cems_cli.store import lexical
+from cems_cli.store.search import SearchFilters
+from tests.integration.test_lexical_pruning import TEXTS
+
+
+@pytest.fixture
+def lone(env, monkeypatch):
+    """A database of its own on the session's server: one user's chunks only, as in a personal store."""
+    from cems_cli.store.server import ensure_server
+
+    server = ensure_server(Path(env["CEMS_HOME"]) / "pg")
+    name = f"lone_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server.conninfo(), autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    info = psycopg.conninfo.conninfo_to_dict(server.conninfo())
+    info["dbname"] = name
+    monkeypatch.setenv("CEMS_DATABASE_URL", psycopg.conninfo.make_conninfo(**info))
+    get_settings.cache_clear()
+    try:
+        from cems_cli.bulk import import_memories
+
+        with MemoryService(get_settings()) as svc:
+            import_memories(svc, [svc.prepare(text) for text in TEXTS])
+            svc.conn.execute("ANALYZE memory_chunks")
+            lexical.forget_stats(svc.conn)
+            yield svc
+    finally:
+        get_settings.cache_clear()
+        with psycopg.connect(server.conninfo(), autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def _exact(svc: MemoryService, lexeme: str) -> int:
+    return svc.conn.execute("SELECT count(*) FROM memory_chunks WHERE search_vector @@ %s::tsquery",
+                            (lexical.quoted(lexeme) + ":A",)).fetchone()[0]
+
+
+def _hits(svc: MemoryService, query: str) -> list[tuple[str, float]]:
+    found = lexical.lexical_hits(svc.conn, query, SearchFilters(identity=svc.identity), 5)
+    return [(hit.document_id, round(hit.score, 9)) for hit in found]
+
+
+def test_common_lexemes_take_the_planners_share_and_the_hits_stay_the_same(lone, monkeypatch):
+    query = "deploy pipeline staging canary zeppelin"
+    counted = _hits(lone, query)
+    monkeypatch.setattr(lexical, "ESTIMATE_FROM", 1)
+    lexical.forget_stats(lone.conn)
+    estimates = lexical._planner_frequencies(lone.conn)
+    assert estimates["deploy"] == pytest.approx(1.0) and estimates["pipelin"] == pytest.approx(0.5)
+    assert "zeppelin" not in estimates  # held by no chunk: counted (as 0)
+    lexemes = lexical.lexical_terms(lone.conn, query).lexemes
+    total, _average, frequencies = lexical.collection_stats(lone.conn, lone.identity, "both", lexemes)
+    # ANALYZE read every row of so small a table: its shares are exact.
+    assert total == len(TEXTS) and frequencies == [_exact(lone, lexeme) for lexeme in lexemes]
+    assert _hits(lone, query) == counted
+
+
+def test_no_estimates_when_a_chunk_has_a_context(lone, monkeypatch):
+    lone.remember("The deploy runbook lives in the wiki.", context="Asked about the deploy pipeline")
+    lone.conn.execute("ANALYZE memory_chunks")
+    assert lexical._planner_frequencies(lone.conn) == {}
