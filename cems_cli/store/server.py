@@ -408,7 +408,8 @@ def _start_locked(pgdata: Path, running: PostmasterState | None) -> None:
     log = cluster / "log"
     # wal_recycle=off: a WAL segment no longer needed is deleted, not renamed for reuse with its old
     # contents (the text of purged memories among them) intact until overwritten; see store/lifecycle.scrub.
-    options = f"-h '' -k {shlex.quote(str(socket_dir))} -c unix_socket_permissions=0700 -c wal_recycle=off"
+    options = (f"-h '' -k {shlex.quote(str(socket_dir))} -c unix_socket_permissions=0700 -c wal_recycle=off "
+               f"-c shared_buffers={shared_buffers_mb()}MB")
     result = _run(
         [str(bins / "pg_ctl"), "-D", str(cluster), "-w", "-t", "60", "-l", str(log), "-o", options, "start"],
         user,
@@ -607,6 +608,22 @@ def _secure_cluster(pgdata: Path, cluster: Path, user: str | None, uid: int, gid
 
 
 # ----------------------------------------------------------------------------------------------- stop
+
+
+# The server's page cache: a search reads the chunks' heap and both search indexes, ~4 KB a memory (a 100k
+# store: 196 MB of chunks, 195 MB of HNSW index). PostgreSQL's default, 128 MB, held a fraction of a 100k
+# store and a hybrid search there took 63 ms (p50; 36 ms at 512 MB, bench/search_latency.py). An eighth of
+# the machine's memory, 128-512 MB: shared memory is touched, hence used, only as the store grows.
+SHARED_BUFFERS_MIN_MB = 128
+SHARED_BUFFERS_MAX_MB = 512
+
+
+def shared_buffers_mb() -> int:
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return SHARED_BUFFERS_MIN_MB
+    return max(SHARED_BUFFERS_MIN_MB, min(SHARED_BUFFERS_MAX_MB, total // 8 // (1024 * 1024)))
 
 
 def _pg_ctl_stop(pgdata: Path, user: str | None, bins: Path) -> None:

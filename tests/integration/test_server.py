@@ -134,3 +134,26 @@ def test_a_server_whose_installation_was_deleted_is_restarted_from_this_one(tmp_
     finally:
         stop_server(home / "pg")
         shutil.rmtree(old, ignore_errors=True)
+
+
+def test_the_page_cache_is_an_eighth_of_memory_within_bounds(monkeypatch, env):
+    """A 100k store's chunks and indexes (~400 MB) outgrow PostgreSQL's default 128 MB of shared buffers:
+    the embedded server takes an eighth of the machine's memory, from 128 up to 512 MB."""
+    import psycopg
+
+    from cems_cli.store import server
+
+    started = ensure_server(Path(env["CEMS_HOME"]) / "pg")
+    with psycopg.connect(started.conninfo()) as conn:
+        assert conn.execute("SHOW shared_buffers").fetchone()[0] == f"{server.shared_buffers_mb()}MB"
+    gib = 1024**3
+    for memory, expected in ((1 * gib, 128), (2 * gib, 256), (64 * gib, 512)):
+        pages = memory // 4096
+        monkeypatch.setattr(os, "sysconf", lambda name, n=pages: 4096 if name == "SC_PAGE_SIZE" else n)
+        assert server.shared_buffers_mb() == expected
+
+    def unknown(_name):
+        raise ValueError("unknown")
+
+    monkeypatch.setattr(os, "sysconf", unknown)
+    assert server.shared_buffers_mb() == 128
