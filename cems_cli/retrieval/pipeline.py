@@ -276,7 +276,8 @@ def _overview(
     from cems_cli.retrieval.understand import is_overview, overview_topic
     from cems_cli.store.summaries import search_summaries
 
-    if request.category is not None or not is_overview(request.query):
+    # Summaries are personal (their owner's memories, any scope): not for a search of shared memories only.
+    if request.category is not None or request.scope == "shared" or not is_overview(request.query):
         return results
     start = cue.start if cue is not None else None
     end = cue.end if cue is not None else None
@@ -327,9 +328,30 @@ def _overview(
         )
         for s in chosen
     ]
+    if request.min_confidence:
+        shown = [r for r in shown if r.confidence >= request.min_confidence]
+    if not shown:
+        return results
     if results and "pipeline" in results[0].explain:
         shown[0].explain["pipeline"] = results[0].explain.pop("pipeline")
-    return (shown + results)[: max(request.limit, len(shown))]
+    return _within_budget(shown, results, request.token_budget or deps.settings.context_budget,
+                          max(request.limit, len(shown)))
+
+
+def _within_budget(first: list[SearchResult], rest: list[SearchResult], budget: int,
+                   limit: int) -> list[SearchResult]:
+    """`first`, then `rest` in order, as many as fit the token budget and the limit (one that does not fit
+    is left out, not the end of the list)."""
+    from cems_cli.text.tokens import count_tokens
+
+    taken: list[SearchResult] = []
+    used = 0
+    for result in [*first, *rest]:
+        cost = count_tokens(result.snippet or result.content)
+        if used + cost <= budget and len(taken) < limit:
+            taken.append(result)
+            used += cost
+    return taken
 
 
 def _rate_confidence(candidates: list[Candidate]) -> None:

@@ -67,7 +67,9 @@ def project_members(conn: psycopg.Connection, user: str) -> dict[str, tuple[list
         "d.entities, avg(c.embedding) AS vector "
         "FROM memory_documents d JOIN memory_chunks c ON c.document_id = d.id "
         f"WHERE d.user_id = %s AND d.category <> 'rules' AND {live_clause()} "
-        "GROUP BY d.id ORDER BY d.created_at, d.id",
+        # Ties (the memories one turn left) in the order of their text, not of their random ids: the same
+        # memories make the same groups every time.
+        "GROUP BY d.id ORDER BY d.created_at, d.content_hash, d.id",
         (user,),
     ).fetchall()
     grouped: dict[str, tuple[list[Member], list[np.ndarray]]] = {}

@@ -188,3 +188,18 @@ def test_the_summaries_command_lists_filters_and_explains_an_empty_list(cli, mem
     assert ok(cli, "summaries", "--project", "other")["summaries"] == []
     full = cli("summaries", "--full")
     assert full.code == 0 and "WeasyPrint" in full.stdout and "level 2" in full.stdout
+
+
+def test_summaries_keep_to_the_scope_the_budget_and_the_confidence_floor(cli, svc, memories):
+    from cems_cli.summaries import build_summaries
+
+    build_summaries(svc.conn, svc.settings)
+    question = "catch me up on the session cache"
+    assert svc.recall(question, project=PROJECT)[0].category == "summary"
+    shared = ok(cli, "search", question, "--scope", "shared")["results"]
+    assert all(r["category"] != "summary" for r in shared)
+    # A summary larger than the whole budget is left out; the memories that fit still come.
+    small = svc.recall(question, project=PROJECT, token_budget=25)
+    assert small and all(r.category != "summary" for r in small)
+    sure = svc.recall(question, project=PROJECT, min_confidence=0.99)
+    assert all(r.category != "summary" for r in sure)
