@@ -116,3 +116,4 @@ SUMMARIES = True
 SUMMARY_SIMILARITY = 0.6
 SUMMARY_GROUP_SIZE = 12
 SUMMARY_RESULTS = 2
+SUMMARY_MAX_MEMORIES = 5_000  # a project's latest memories grouped (the work grows with memories x groups)

@@ -99,35 +99,36 @@ def group_memories(
     similarity: float = defaults.SUMMARY_SIMILARITY,
     max_size: int = defaults.SUMMARY_GROUP_SIZE,
 ) -> list[Group]:
-    """Leader clustering of L2-normalised `vectors` (rows in the order the memories were recorded)."""
+    """Leader clustering of L2-normalised `vectors` (rows in the order the memories were recorded). Each
+    memory costs one product with the centroids found so far: O(memories x groups)."""
     import numpy as np
 
     groups: list[Group] = []
-    sums: list[np.ndarray] = []
     if len(vectors) == 0:
         return groups
-    centroids = np.zeros((0, vectors.shape[1]), dtype=np.float32)
+    centroids = np.zeros((len(vectors), vectors.shape[1]), dtype=np.float32)  # at most one group a memory
+    sums = np.zeros_like(centroids)
+    open_ = np.zeros(len(vectors), dtype=bool)  # groups not yet full
     for index, vector in enumerate(vectors):
         best = -1
-        if len(groups):
-            alike = centroids @ vector
-            for candidate in np.argsort(-alike):
-                if alike[candidate] < similarity:
-                    break
-                if groups[candidate].size < max_size:
-                    best = int(candidate)
-                    break
+        if groups:
+            alike = centroids[: len(groups)] @ vector
+            alike[~open_[: len(groups)]] = -np.inf
+            candidate = int(np.argmax(alike))
+            if alike[candidate] >= similarity:
+                best = candidate
         if best < 0:
+            best = len(groups)
             groups.append(Group())
-            sums.append(np.zeros_like(vector, dtype=np.float32))
-            centroids = np.vstack([centroids, vector[None, :].astype(np.float32)])
-            best = len(groups) - 1
+            open_[best] = True
         groups[best].members.append(index)
-        sums[best] = sums[best] + vector
+        sums[best] += vector
         norm = float(np.linalg.norm(sums[best]))
         centroids[best] = sums[best] / norm if norm else sums[best]
-    for group, centroid in zip(groups, centroids, strict=True):
-        group.centroid = centroid
+        if groups[best].size >= max_size:
+            open_[best] = False
+    for number, group in enumerate(groups):
+        group.centroid = centroids[number].copy()
     return groups
 
 

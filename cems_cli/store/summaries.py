@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from cems_cli import defaults
 from cems_cli.retrieval.raptor import Member, Summary
 from cems_cli.store.memories import live_clause
 
@@ -58,19 +59,26 @@ class StoredSummary:
 
 
 def project_members(conn: psycopg.Connection, user: str) -> dict[str, tuple[list[Member], np.ndarray]]:
-    """Each project's live memories of `user` (rules aside: they say what is allowed, not what was done),
-    in the order they were recorded, with each memory's mean chunk embedding, L2-normalised."""
+    """Each project's latest SUMMARY_MAX_MEMORIES live memories of `user` (rules aside: they say what is
+    allowed, not what was done), in the order they were recorded, with each memory's mean chunk embedding,
+    L2-normalised. At 100k memories in one project: 1.8 s, the whole summaries step ~5 s."""
     import numpy as np
 
+    # Each project's latest memories only (what an overview asks about, and a bound on the work): chosen
+    # first, so only their chunks are read and their vectors sent.
     rows = conn.execute(
+        f"WITH latest AS (SELECT id FROM (SELECT d.id, row_number() OVER (PARTITION BY {_PROJECT} "
+        "  ORDER BY d.created_at DESC, d.content_hash DESC, d.id DESC) AS n FROM memory_documents d "
+        f"  WHERE d.user_id = %(user)s AND d.category <> 'rules' AND {live_clause()}) ranked "
+        "  WHERE n <= %(latest)s) "
         f"SELECT d.id, d.category, d.content, d.created_at, d.source, {_PROJECT} AS project, "
         "d.entities, avg(c.embedding) AS vector "
-        "FROM memory_documents d JOIN memory_chunks c ON c.document_id = d.id "
-        f"WHERE d.user_id = %s AND d.category <> 'rules' AND {live_clause()} "
+        "FROM latest JOIN memory_documents d ON d.id = latest.id "
+        "JOIN memory_chunks c ON c.document_id = d.id "
         # Ties (the memories one turn left) in the order of their text, not of their random ids: the same
         # memories make the same groups every time.
         "GROUP BY d.id ORDER BY d.created_at, d.content_hash, d.id",
-        (user,),
+        {"user": user, "latest": defaults.SUMMARY_MAX_MEMORIES},
     ).fetchall()
     grouped: dict[str, tuple[list[Member], list[np.ndarray]]] = {}
     for memory_id, category, content, created_at, source, project, entities, vector in rows:
