@@ -127,6 +127,7 @@ class Settings(CemsSettingsBase):
     time_answer_boost: float = Field(default=defaults.TIME_ANSWER_BOOST, ge=0, le=10)
     entity_top: int = Field(default=defaults.ENTITY_TOP, ge=1, le=50)
     # Overview questions get summaries of groups of memories first (cems_cli/summaries.py).
+    superseded_weight: float = Field(default=defaults.SUPERSEDED_WEIGHT, ge=0, le=1)
     summaries: bool = defaults.SUMMARIES
     summary_results: int = Field(default=defaults.SUMMARY_RESULTS, ge=0, le=10)
     rrf_k: int = Field(default=defaults.RRF_K, ge=1)

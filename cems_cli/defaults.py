@@ -75,6 +75,9 @@ TIME_ANSWER_BOOST = 0.0
 # count differ after each migration" reads as temporal and as aggregation).
 TEMPORAL_STRENGTH = 0.0
 DIVERSE_AGGREGATION = False
+# A memory that a newer one of the same project says was replaced ("switch the event stream from Kafka to
+# NATS") weighs this much (retrieval/supersede.py; 1.0: off). Measured in bench/RESULTS.md.
+SUPERSEDED_WEIGHT = 0.5
 RERANK_INPUT_LIMIT = 40
 RELEVANCE_THRESHOLD = 0.0  # seed 000 stage 7 says 0.3; the evidence floor (MIN_SIMILARITY) does that job
 STRONG_SIGNAL_THRESHOLD = 0.85

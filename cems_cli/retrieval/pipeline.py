@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from cems_cli.store.search import ChunkHit, SearchFilters
 
 SNIPPET_CHARS = 300
+# A newer memory replaces an older one only on the same topic: their chunks at least this alike.
+SUPERSEDE_MIN_SIMILARITY = 0.4
 DEDUP_WINDOW_FACTOR = 3
 # How many chunks each list fetches: deep enough that fusion sees documents ranked well by only one list.
 MIN_DEPTH = 50
@@ -231,6 +233,13 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
                                 time_answer_boost=settings.time_answer_boost,
                                 temporal_strength=settings.temporal_strength),
     )
+    if settings.superseded_weight < 1.0:
+        from cems_cli.retrieval.supersede import apply_supersession
+
+        superseded = apply_supersession(adjusted, settings.superseded_weight, SUPERSEDE_MIN_SIMILARITY)
+        if superseded:
+            adjusted.sort(key=lambda c: -c.explain["adjust"]["unclamped"])
+            trace.stages["superseded"] = superseded
     if request.min_score is not None:
         adjusted = [c for c in adjusted if c.score >= request.min_score]
     if request.min_relative and adjusted:
