@@ -103,3 +103,31 @@ def cems_subprocess(
         timeout=timeout,
         cwd=str(REPO),
     )
+
+
+@pytest.fixture
+def lone_store(env: dict[str, str], monkeypatch: pytest.MonkeyPatch):
+    """A MemoryService on a database of its own on the session's server: one user's rows only, as in a
+    personal store (the shared database holds every test's users). Dropped afterwards."""
+    import psycopg
+    from psycopg import sql
+
+    from cems_cli.config import get_settings
+    from cems_cli.service import MemoryService
+    from cems_cli.store.server import ensure_server
+
+    server = ensure_server(Path(env["CEMS_HOME"]) / "pg")
+    name = f"lone_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server.conninfo(), autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    info = psycopg.conninfo.conninfo_to_dict(server.conninfo())
+    info["dbname"] = name
+    monkeypatch.setenv("CEMS_DATABASE_URL", psycopg.conninfo.make_conninfo(**info))
+    get_settings.cache_clear()
+    try:
+        with MemoryService(get_settings()) as svc:
+            yield svc
+    finally:
+        get_settings.cache_clear()
+        with psycopg.connect(server.conninfo(), autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))

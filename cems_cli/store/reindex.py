@@ -18,7 +18,8 @@ def reindex(
     model_name: str,
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
-    """Re-embed all chunks in one transaction (all or nothing); returns the number of chunks."""
+    """Re-embed all chunks in one transaction (all or nothing); returns the number of chunks. Summaries are
+    dropped (maintenance makes them again)."""
     total = conn.execute("SELECT count(*) FROM memory_chunks").fetchone()[0]
     with conn.transaction():
         conn.execute("DROP INDEX IF EXISTS memory_chunks_embedding")
@@ -43,6 +44,9 @@ def reindex(
         conn.execute(
             "CREATE INDEX memory_chunks_embedding ON memory_chunks USING hnsw (embedding vector_cosine_ops)"
         )
+        # Summaries are embedded too; they are made again by the next maintenance, in the new model's space.
+        conn.execute("DELETE FROM memory_summaries")
+        conn.execute(f"ALTER TABLE memory_summaries ALTER COLUMN embedding TYPE vector({int(embedder.dim)})")
         conn.execute("UPDATE cems_meta SET value = %s WHERE key = 'embedding_dim'", (str(embedder.dim),))
         conn.execute("UPDATE cems_meta SET value = %s WHERE key = 'embedding_model'", (model_name,))
     return total

@@ -4,14 +4,8 @@ context would be counted in, never for what the estimates do not hold, and the h
 
 from __future__ import annotations
 
-import uuid
-from pathlib import Path
-
-import psycopg
 import pytest
-from psycopg import sql
 
-from cems_cli.config import get_settings
 from cems_cli.service import MemoryService
 from cems_cli.store import lexical
 from cems_cli.store.search import SearchFilters
@@ -19,30 +13,13 @@ from tests.integration.test_lexical_pruning import TEXTS
 
 
 @pytest.fixture
-def lone(env, monkeypatch):
-    """A database of its own on the session's server: one user's chunks only, as in a personal store."""
-    from cems_cli.store.server import ensure_server
+def lone(lone_store):
+    from cems_cli.bulk import import_memories
 
-    server = ensure_server(Path(env["CEMS_HOME"]) / "pg")
-    name = f"lone_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(server.conninfo(), autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    info = psycopg.conninfo.conninfo_to_dict(server.conninfo())
-    info["dbname"] = name
-    monkeypatch.setenv("CEMS_DATABASE_URL", psycopg.conninfo.make_conninfo(**info))
-    get_settings.cache_clear()
-    try:
-        from cems_cli.bulk import import_memories
-
-        with MemoryService(get_settings()) as svc:
-            import_memories(svc, [svc.prepare(text) for text in TEXTS])
-            svc.conn.execute("ANALYZE memory_chunks")
-            lexical.forget_stats(svc.conn)
-            yield svc
-    finally:
-        get_settings.cache_clear()
-        with psycopg.connect(server.conninfo(), autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+    import_memories(lone_store, [lone_store.prepare(text) for text in TEXTS])
+    lone_store.conn.execute("ANALYZE memory_chunks")
+    lexical.forget_stats(lone_store.conn)
+    return lone_store
 
 
 def _exact(svc: MemoryService, lexeme: str) -> int:

@@ -203,3 +203,29 @@ def test_summaries_keep_to_the_scope_the_budget_and_the_confidence_floor(cli, sv
     assert small and all(r.category != "summary" for r in small)
     sure = svc.recall(question, project=PROJECT, min_confidence=0.99)
     assert all(r.category != "summary" for r in sure)
+
+
+def test_reindexing_drops_the_summaries_and_takes_the_new_dimension(lone_store):
+    """`cems reindex` with another model: summaries are embedded too, so they go (maintenance makes them
+    again) and their column takes the new dimension."""
+    import numpy as np
+
+    from cems_cli.store.reindex import reindex
+    from cems_cli.summaries import build_summaries
+
+    lone = lone_store
+    for text in (REDIS_A, REDIS_B):
+        lone.remember(text, project=PROJECT)
+    assert build_summaries(lone.conn, lone.settings).written > 0
+
+    class Small:
+        model, dim = "small-test", 8
+
+        def embed(self, texts):
+            return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)
+
+    reindex(lone.conn, Small(), "small-test")
+    assert lone.conn.execute("SELECT count(*) FROM memory_summaries").fetchone()[0] == 0
+    column = lone.conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                               "WHERE attrelid = 'memory_summaries'::regclass AND attname = 'embedding'")
+    assert column.fetchone()[0] == "vector(8)"
