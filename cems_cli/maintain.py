@@ -225,7 +225,14 @@ def summarize(conn: psycopg.Connection, settings: Settings, *, dry_run: bool, wa
                 raise MaintenanceBusy(f"maintenance of {settings.user}'s memories is already running")
             yield
 
-    return build_summaries(conn, settings, dry_run=dry_run, transaction=locked)
+    for attempt in range(1, _ATTEMPTS + 1):
+        try:
+            return build_summaries(conn, settings, dry_run=dry_run, transaction=locked)
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+            if attempt == _ATTEMPTS:
+                raise
+            log.info("maintenance: summarize lost a deadlock, retrying")
+    raise AssertionError("unreachable")
 
 
 def scrub(conn: psycopg.Connection, settings: Settings) -> lifecycle.ScrubReport:

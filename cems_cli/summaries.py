@@ -122,9 +122,12 @@ def build_summaries(
         return report
     vectors_of = _embed(new, embedder or _embedder(settings)) if new else {}
     with (transaction or conn.transaction)():
+        # Only what is written needs its memories locked: a stored summary goes with them by the trigger.
+        alive = _lock_live(conn, {m for s in new for m in s.members})
         kept_projects = []
         for plan in plans:
-            live = [s for s in plan.summaries if _members_live(conn, s)]
+            fresh = {id(s) for s in plan.new}
+            live = [s for s in plan.summaries if id(s) not in fresh or alive.issuperset(s.members)]
             report.skipped += len(plan.summaries) - len(live)
             inserted, deleted = store.replace_project(
                 conn, user, plan.project, [(s, vectors_of.get(id(s))) for s in live]
@@ -233,12 +236,14 @@ def _embed(summaries: list[Summary], embedder: Embedder) -> dict[int, np.ndarray
     return {id(s): vectors[i] for i, s in enumerate(summaries)}
 
 
-def _members_live(conn: psycopg.Connection, summary: Summary) -> bool:
-    """All of a summary's memories are still there and unchanged in kind, locked until the write commits:
-    a memory forgotten meanwhile waits for the commit, and its trigger then deletes the new summary."""
-    row = conn.execute(
-        "SELECT count(*) FROM (SELECT id FROM memory_documents WHERE id = ANY(%s::uuid[]) AND NOT archived "
-        "FOR SHARE) live",
-        (list(summary.members),),
-    ).fetchone()
-    return bool(row) and row[0] == len(summary.members)
+def _lock_live(conn: psycopg.Connection, members: set[str]) -> set[str]:
+    """Which of `members` are still there and live, locked until the write commits (in id order, one
+    statement: writers lock rows one at a time, in any order). A memory forgotten meanwhile waits for the
+    commit, and its trigger then deletes the new summary."""
+    if not members:
+        return set()
+    rows = conn.execute(
+        "SELECT id FROM memory_documents WHERE id = ANY(%s::uuid[]) AND NOT archived ORDER BY id FOR SHARE",
+        (sorted(members),),
+    ).fetchall()
+    return {str(row[0]) for row in rows}

@@ -229,3 +229,23 @@ def test_reindexing_drops_the_summaries_and_takes_the_new_dimension(lone_store):
     column = lone.conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
                                "WHERE attrelid = 'memory_summaries'::regclass AND attname = 'embedding'")
     assert column.fetchone()[0] == "vector(8)"
+
+
+def test_a_memory_forgotten_while_its_summary_is_made_leaves_no_summary(svc, memories, monkeypatch):
+    """Summaries are made outside the write's transaction (an LLM may take its time): a memory archived in
+    between leaves its group unwritten, and the others are written."""
+    import cems_cli.summaries as summaries
+
+    embed = summaries._embed
+
+    def forget_then_embed(made, embedder):
+        svc.conn.execute("UPDATE memory_documents SET archived = true WHERE id = %s", (memories[REDIS_A],))
+        return embed(made, embedder)
+
+    monkeypatch.setattr(summaries, "_embed", forget_then_embed)
+    report = summaries.build_summaries(svc.conn, svc.settings)
+    # The Redis group and the project's overview held the archived memory: neither is written.
+    assert (report.skipped, report.written) == (2, 1)
+    rows = svc.conn.execute("SELECT members FROM memory_summaries WHERE user_id = %s",
+                            (svc.settings.user,)).fetchall()
+    assert len(rows) == 1 and memories[REDIS_A] not in {str(m) for m in rows[0][0]}
