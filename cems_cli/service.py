@@ -464,6 +464,7 @@ class MemoryService:
             min_similarity=s.recall_min_similarity if min_similarity is None else min_similarity,
             min_confidence=s.recall_min_confidence if min_confidence is None else min_confidence,
             deadline=deadline,
+            other_projects_captured=False,
         )
         self.take_search()
         results = run_search(self, request)

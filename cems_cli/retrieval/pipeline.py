@@ -60,6 +60,9 @@ class SearchRequest:
     min_similarity: float | None = None
     # Nothing less likely than this to answer the query is returned (retrieval/confidence.py).
     min_confidence: float | None = None
+    # False (what the prompt hook asks): what capture derived from another project's sessions is left out
+    # (its session records and tool patterns describe that repository), preferences aside.
+    other_projects_captured: bool = True
     # The moment the question is asked: time decay, time cues and "yesterday" count from it. None is the
     # current time; a fixed moment makes a search reproducible (`cems eval --as-of`).
     now: datetime | None = None
@@ -240,6 +243,8 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
         if superseded:
             adjusted.sort(key=lambda c: -c.explain["adjust"]["unclamped"])
             trace.stages["superseded"] = superseded
+    if not request.other_projects_captured and request.current_project:
+        adjusted = [c for c in adjusted if not _captured_elsewhere(c, request.current_project)]
     if request.min_score is not None:
         adjusted = [c for c in adjusted if c.score >= request.min_score]
     if request.min_relative and adjusted:
@@ -361,6 +366,20 @@ def _within_budget(first: list[SearchResult], rest: list[SearchResult], budget: 
             taken.append(result)
             used += cost
     return taken
+
+
+def _captured_elsewhere(cand: Candidate, current_project: str) -> bool:
+    """Captured (not written by hand, not pinned) in another project, and not a preference."""
+    from cems_cli.models import CAPTURED_SOURCES
+    from cems_cli.retrieval.adjust import normalised_project
+
+    if cand.source not in CAPTURED_SOURCES or cand.pinned or cand.category == "preferences":
+        return False
+    ref = (cand.source_ref or "").lower()
+    if not ref.startswith("project:"):
+        return False
+    current = normalised_project(current_project) or ""
+    return not (ref == current or ref.startswith(current + ":"))
 
 
 def _rate_confidence(candidates: list[Candidate]) -> None:

@@ -91,3 +91,32 @@ def test_a_captured_session_that_asked_the_question_does_not_outrank_the_answer(
     block = answer["hookSpecificOutput"]["additionalContext"]
     echo = block.find("Which package manager")
     assert echo == -1 or block.index(PREFERENCE) < echo
+
+
+def test_the_prompt_hook_leaves_out_what_capture_took_from_another_project(cli, tmp_path):
+    """In repository A the prompt hook injects nothing capture derived from repository B's sessions (its
+    session record, its tool patterns), though a search still finds them; B's captured preferences and what
+    the user wrote in B still count."""
+    from cems_cli.config import get_settings
+    from cems_cli.service import MemoryService
+
+    lines = [
+        {"content": "Claude Code session 9f8e7d6c in billing on branch chore/lint. Asked: Run the linters "
+                    "before the release. Ran: `poetry run flake8 billing tests`.", "category": "context",
+         "source": "session", "source_ref": "project:acme/billing:session:9f8e7d6c:L2"},
+        {"content": "In project acme/billing the code is linted with `poetry run flake8 billing tests`.",
+         "category": "patterns", "source": "tool", "source_ref": "project:acme/billing"},
+        {"content": "Always run the linters before a release, in every repository.",
+         "category": "preferences", "source": "session",
+         "source_ref": "project:acme/billing:session:9f8e7d6c:L4"},
+    ]
+    (tmp_path / "billing.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert cli("import", str(tmp_path / "billing.jsonl")).code == 0
+    question = "Which linters do we run before a release?"
+    searched = [r["category"] for r in cli("search", question, "--json").json()["results"]]
+    assert {"context", "patterns", "preferences"} <= set(searched)
+    with MemoryService(get_settings()) as svc:
+        recalled = svc.recall(question, project="project:acme/api")
+        assert [r.category for r in recalled] == ["preferences"]
+        at_home = svc.recall(question, project="project:acme/billing")
+        assert "context" in {r.category for r in at_home}  # at home, its own session record counts
