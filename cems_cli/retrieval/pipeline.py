@@ -378,8 +378,8 @@ def _captured_elsewhere(cand: Candidate, current_project: str) -> bool:
     ref = (cand.source_ref or "").lower()
     if not ref.startswith("project:"):
         return False
-    current = normalised_project(current_project) or ""
-    return not (ref == current or ref.startswith(current + ":"))
+    current = normalised_project(current_project)
+    return current is not None and not (ref == current or ref.startswith(current + ":"))
 
 
 def _rate_confidence(candidates: list[Candidate]) -> None:
