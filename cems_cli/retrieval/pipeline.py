@@ -159,7 +159,8 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
         trace.stages["short_circuited"] = short_circuited
     if mode != "vector":
         lexical_cache[request.query] = lexical_hits(
-            conn, request.query, filters, depth, settings.phrase_weight
+            conn, _without_project_words(request.query, request.current_project), filters, depth,
+            settings.phrase_weight,
         )
         signal = _strong_signal(lexical_cache[request.query], settings)
         trace.stages["strong_signal"] = signal
@@ -366,6 +367,27 @@ def _within_budget(first: list[SearchResult], rest: list[SearchResult], budget: 
             taken.append(result)
             used += cost
     return taken
+
+
+def _without_project_words(query: str, current_project: str | None) -> str:
+    """The query for BM25 without the words of the current project's name: in `billing-worker`, "is the
+    worker alive?" matched every memory that names the project ("In project billing-worker the code is
+    linted with …"), not the one about the Celery worker. Kept whole when nothing else would be left."""
+    import re
+
+    if not current_project:
+        return query
+    name = current_project.removeprefix("project:").lower()
+    own = {w for w in re.split(r"[^a-z0-9]+", name) if len(w) >= 3}
+
+    def bare(word: str) -> str:
+        return re.sub(r"[^a-z0-9]", "", re.sub(r"['’]s\b", "", word.lower()))
+
+    words = query.split()
+    kept = [w for w in words if bare(w) not in own]
+    if len(kept) == len(words) or not any(re.search(r"\w{3,}", w) for w in kept):
+        return query
+    return " ".join(kept)
 
 
 def _captured_elsewhere(cand: Candidate, current_project: str) -> bool:
