@@ -39,6 +39,15 @@ class PinCategory(StrEnum):
 CAPTURED_SOURCES = frozenset({"session", "observer", "tool"})
 
 
+def project_of(source_ref: str | None) -> str:
+    """The project part of a source_ref (`project:org/repo:session:…` → `project:org/repo`), '' for none;
+    store/lifecycle.PROJECT_SQL computes the same in SQL."""
+    if not source_ref or not source_ref.startswith("project:"):
+        return ""
+    name, _, _rest = source_ref[len("project:") :].partition(":")
+    return "project:" + name
+
+
 class SearchMode(StrEnum):
     VECTOR = "vector"
     HYBRID = "hybrid"

@@ -101,15 +101,23 @@ def project_factor(
     Plain prefix matching would let `project:acme` claim `project:acme-web`. With no current project
     there is nothing to compare against, so no factor (1.0).
     """
+    where = project_relation(source_ref, current_project)
+    if where is None:
+        return 1.0
+    factors = {"same": settings.same_project, "other": settings.other_project, "none": settings.no_project}
+    return factors[where]
+
+
+def project_relation(source_ref: str | None, current_project: str | None) -> str | None:
+    """"same" (source_ref is `project:<current>`, exactly or followed by ':'), "other" (another project's),
+    "none" (no project), or None when there is no current project to compare with."""
     current = normalised_project(current_project)
     if current is None:
-        return 1.0
+        return None
     ref = (source_ref or "").strip().lower()
     if ref == current or ref.startswith(current + ":"):
-        return settings.same_project
-    if ref.startswith(_PROJECT_PREFIX):
-        return settings.other_project
-    return settings.no_project
+        return "same"
+    return "other" if ref.startswith(_PROJECT_PREFIX) else "none"
 
 
 def adjust_candidate(

@@ -38,6 +38,7 @@ CAPTURED_PRIOR = 0.85
 
 
 def logistic(z: float) -> float:
+    # Split by sign so a large |z| cannot overflow exp().
     if z >= 0:
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeGuard
 
 from cems_cli.llm import LLMClient, note_degraded, run_bounded
+from cems_cli.retrieval.confidence import logistic
 
 Kind = Literal["standard", "temporal", "preference"]
 
@@ -320,7 +321,7 @@ def p_yes(answer: dict[str, Any]) -> float | None:
             yes = _best_logprob(candidates, "yes")
             no = _best_logprob(candidates, "no")
             if yes is not None and no is not None:
-                return _sigmoid(yes - no)  # softmax over the two verdicts, as Qwen3-Reranker scores
+                return logistic(yes - no)  # softmax over the two verdicts, as Qwen3-Reranker scores
             if yes is not None:
                 return math.exp(yes)
             if no is not None:
@@ -358,14 +359,6 @@ def _with_profile(user: str, profile: Sequence[str]) -> str:
     if not items:
         return user
     return PROFILE_BLOCK.format(items="\n".join(f"- {item}" for item in items)) + user
-
-
-def _sigmoid(x: float) -> float:
-    # Split by sign so a large |x| can't overflow exp().
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)
-    return z / (1.0 + z)
 
 
 def _flatten(text: str, limit: int) -> str:

@@ -393,15 +393,11 @@ def _without_project_words(query: str, current_project: str | None) -> str:
 def _captured_elsewhere(cand: Candidate, current_project: str) -> bool:
     """Captured (not written by hand, not pinned) in another project, and not a preference."""
     from cems_cli.models import CAPTURED_SOURCES
-    from cems_cli.retrieval.adjust import normalised_project
+    from cems_cli.retrieval.adjust import project_relation
 
     if cand.source not in CAPTURED_SOURCES or cand.pinned or cand.category == "preferences":
         return False
-    ref = (cand.source_ref or "").lower()
-    if not ref.startswith("project:"):
-        return False
-    current = normalised_project(current_project)
-    return current is not None and not (ref == current or ref.startswith(current + ":"))
+    return project_relation(cand.source_ref, current_project) == "other"
 
 
 def _rate_confidence(candidates: list[Candidate]) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from cems_cli.models import project_of
 from cems_cli.retrieval.types import Candidate
 
 # The old thing: a name of one or two words ("Kafka", "Redux Toolkit", "log/slog", "sealed-secrets").
@@ -60,12 +61,6 @@ def _names(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w-])(?:" + alternatives + r")(?![\w-])", re.IGNORECASE)
 
 
-def _project(source_ref: str | None) -> str:
-    if not source_ref or not source_ref.startswith("project:"):
-        return ""
-    return source_ref.split(":", 2)[1]
-
-
 def _cosine(a: Candidate, b: Candidate) -> float | None:
     if a.embedding is None or b.embedding is None:
         return None
@@ -91,7 +86,7 @@ def apply_supersession(candidates: Sequence[Candidate], weight: float, min_simil
         if old.pinned:
             continue
         for new, names in newer_changes:
-            if new is old or new.created_at <= old.created_at or _project(new.source_ref) != _project(
+            if new is old or new.created_at <= old.created_at or project_of(new.source_ref) != project_of(
                 old.source_ref
             ):
                 continue

@@ -14,6 +14,8 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from cems_cli.models import project_of
+
 # Two-key advisory locks live apart from the one-key lock of migrations; the second key is the user's hash.
 LIFECYCLE_LOCK = 0x43454D4C  # "CEML"
 
@@ -23,15 +25,8 @@ CONTEXT_SOURCES = ("session", "observer")
 # The project a memory belongs to, from its source_ref: `project:<name>`, up to any further ':' (captured
 # refs go on with the session and line, `project:acme/api:session:<id>:L12`; a typed one may name a file).
 # Without one (no source_ref, or another kind of reference), ''; such memories pair only with each other.
-_PROJECT = "coalesce(substring({a}.source_ref from '^project:[^:]*'), '')"
-
-
-def project_of(source_ref: str | None) -> str:
-    """The project part of a source_ref, as _PROJECT computes it in SQL ('' for none)."""
-    if not source_ref or not source_ref.startswith("project:"):
-        return ""
-    name, _, _rest = source_ref[len("project:") :].partition(":")
-    return "project:" + name
+# The project part of a source_ref in SQL, as models.project_of computes it ('' for none); {a}: the alias.
+PROJECT_SQL = "coalesce(substring({a}.source_ref from '^project:[^:]*'), '')"
 
 
 # The search of near duplicates: each memory's nearest neighbours of the same owner, scope, team, category
@@ -106,7 +101,7 @@ def near_duplicate_pairs(
     conn: psycopg.Connection, user: str, threshold: float, neighbours: int = PAIR_NEIGHBOURS
 ) -> list[tuple[str, str, float]]:
     """(a, b, cosine) of the user's live mergeable memories whose first chunks are at least `threshold`
-    alike, same scope, team, category and project (_PROJECT), each pair once (a < b). Call inside a
+    alike, same scope, team, category and project (PROJECT_SQL), each pair once (a < b). Call inside a
     transaction (the SET LOCALs).
 
     One HNSW probe per memory, driven from the unpinned ones only (two pinned memories are never merged);
@@ -128,7 +123,7 @@ def near_duplicate_pairs(
         rows += conn.execute(
             "WITH mine AS MATERIALIZED ("
             "  SELECT d.id, d.scope, coalesce(d.team_id, '') AS team, d.category, "
-            f"   {_PROJECT.format(a='d')} AS project, c.embedding "
+            f"   {PROJECT_SQL.format(a='d')} AS project, c.embedding "
             "  FROM memory_documents d JOIN memory_chunks c ON c.document_id = d.id AND c.chunk_index = 0 "
             "  WHERE d.id = ANY(%(probes)s::uuid[])) "
             "SELECT m.id, n.document_id, n.similarity FROM mine m CROSS JOIN LATERAL ("
@@ -140,7 +135,7 @@ def near_duplicate_pairs(
             # take a real near duplicate's place among the nearest.
             f" AND coalesce((SELECT {_MERGEABLE.format(a='o')} AND o.scope = m.scope"
             "    AND coalesce(o.team_id, '') = m.team AND o.category = m.category"
-            f"   AND {_PROJECT.format(a='o')} = m.project"
+            f"   AND {PROJECT_SQL.format(a='o')} = m.project"
             "    FROM memory_documents o WHERE o.id = c.document_id), false) "
             "  ORDER BY c.embedding <=> m.embedding LIMIT %(neighbours)s"
             ") n WHERE n.similarity >= %(threshold)s",

@@ -11,16 +11,13 @@ import psycopg
 
 from cems_cli import defaults
 from cems_cli.retrieval.raptor import Member, Summary
+from cems_cli.store.lifecycle import PROJECT_SQL
 from cems_cli.store.memories import live_clause
 
 if TYPE_CHECKING:
     import numpy as np
 
-# Projects as the lifecycle module derives them from source_ref ('project:name', '' for none).
-_PROJECT = (
-    "CASE WHEN d.source_ref LIKE 'project:%%' "
-    "THEN 'project:' || split_part(substr(d.source_ref, 9), ':', 1) ELSE '' END"
-)
+_PROJECT = PROJECT_SQL.format(a="d")
 
 
 @dataclass(frozen=True)
