@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from cems_cli import defaults
 from cems_cli.retrieval.fusion import min_max_normalise
@@ -28,7 +29,7 @@ SESSION_TAG_PREFIX = "session:"
 
 @dataclass
 class Assembly:
-    selected: list[Candidate] = field(default_factory=list)
+    selected: list[Any] = field(default_factory=list)  # candidates (or search results), in order
     tokens: int = 0
 
 
@@ -47,13 +48,15 @@ def assemble_greedy(
     count_tokens: TokenCounter,
     budget: int = DEFAULT_BUDGET,
     max_results: int | None = None,
+    text: Callable[[Any], str] = lambda cand: cand.content,
 ) -> Assembly:
-    """Take candidates in the given (score) order while they fit; one too big is skipped, not the end."""
+    """Take candidates in the given (score) order while they fit; one too big is skipped, not the end.
+    `text`: what of each is counted (search results, summaries first, count their snippets)."""
     result = Assembly()
     for cand in candidates:
         if max_results is not None and len(result.selected) >= max_results:
             break
-        tokens = count_tokens(cand.content)
+        tokens = count_tokens(text(cand))
         if result.tokens + tokens <= budget:
             result.selected.append(cand)
             result.tokens += tokens

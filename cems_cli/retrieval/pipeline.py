@@ -357,16 +357,11 @@ def _within_budget(first: list[SearchResult], rest: list[SearchResult], budget: 
                    limit: int) -> list[SearchResult]:
     """`first`, then `rest` in order, as many as fit the token budget and the limit (one that does not fit
     is left out, not the end of the list)."""
+    from cems_cli.retrieval.assemble import assemble_greedy
     from cems_cli.text.tokens import count_tokens
 
-    taken: list[SearchResult] = []
-    used = 0
-    for result in [*first, *rest]:
-        cost = count_tokens(result.snippet or result.content)
-        if used + cost <= budget and len(taken) < limit:
-            taken.append(result)
-            used += cost
-    return taken
+    return assemble_greedy([*first, *rest], count_tokens, budget, limit,
+                           text=lambda result: result.snippet or result.content).selected
 
 
 def _without_project_words(query: str, current_project: str | None) -> str:
