@@ -329,3 +329,13 @@ def client_from_settings(
             log.debug("LLM endpoint configured without a model name; LLM stages are off")
         return None
     return client
+
+
+def configured_client(settings: Any) -> LLMClient | None:
+    """The client of `settings` (CEMS_LLM_*), or None when no LLM is configured: what search and summaries
+    ask."""
+    if not settings.llm_configured:
+        return None
+    return client_from_settings(
+        settings.llm_base_url, settings.llm_api_key, settings.llm_model, settings.llm_timeout
+    )

@@ -98,11 +98,10 @@ def build_summaries(
 
     user = settings.user
     projects = store.project_members(conn, user)
-    if llm is None and settings.llm_configured:
-        from cems_cli.llm import client_from_settings
+    if llm is None:
+        from cems_cli.llm import configured_client
 
-        llm = client_from_settings(settings.llm_base_url, settings.llm_api_key, settings.llm_model,
-                                   settings.llm_timeout)
+        llm = configured_client(settings)
     report = SummaryReport()
     plans = []
     for project, (members, vectors) in sorted(projects.items()):

@@ -129,7 +129,11 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     depth = max(request.limit * 10, MIN_DEPTH) if request.mode != "vector" else max(request.limit * 3, 10)
 
     # 1. Understanding and routing.
-    llm = _llm_client(settings) if request.mode != "vector" else None
+    llm = None
+    if request.mode != "vector" and settings.llm_configured:  # cems_cli.llm imported only when used
+        from cems_cli.llm import configured_client
+
+        llm = configured_client(settings)
     if llm is not None and request.deadline is not None:
         # What the stages after the last LLM call need (fusion, filters, assembly): kept out of their share.
         llm = llm.until(request.deadline - DEADLINE_RESERVE_SECONDS)
@@ -424,16 +428,6 @@ def _zero_weight_lists(settings: Settings, mode: str) -> list[str]:
     if settings.fusion == "rrf" and settings.rrf_expansion_weight == 0:
         skipped.append("expansions")
     return skipped
-
-
-def _llm_client(settings) -> LLMClient | None:
-    if not settings.llm_configured:
-        return None
-    from cems_cli.llm import client_from_settings
-
-    return client_from_settings(
-        settings.llm_base_url, settings.llm_api_key, settings.llm_model, settings.llm_timeout
-    )
 
 
 def _understand(llm: LLMClient | None, query: str) -> QueryAnalysis:
