@@ -126,8 +126,9 @@ class Settings(CemsSettingsBase):
     diverse_aggregation: bool = defaults.DIVERSE_AGGREGATION
     time_answer_boost: float = Field(default=defaults.TIME_ANSWER_BOOST, ge=0, le=10)
     entity_top: int = Field(default=defaults.ENTITY_TOP, ge=1, le=50)
-    # Overview questions get summaries of groups of memories first (cems_cli/summaries.py).
+    # A memory a newer one of its project says was replaced weighs this much (retrieval/supersede.py).
     superseded_weight: float = Field(default=defaults.SUPERSEDED_WEIGHT, ge=0, le=1)
+    # Overview questions get summaries of groups of memories first (cems_cli/summaries.py).
     summaries: bool = defaults.SUMMARIES
     summary_results: int = Field(default=defaults.SUMMARY_RESULTS, ge=0, le=10)
     rrf_k: int = Field(default=defaults.RRF_K, ge=1)

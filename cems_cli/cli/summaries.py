@@ -28,10 +28,9 @@ def summaries(
     them first, in `cems search` and in what the prompt hook injects. Made offline by extraction, or by
     the configured LLM; a summary goes when any of its memories is forgotten or changed.
     """
-    wanted = None
-    if project is not None:
-        name = project.strip()
-        wanted = "" if not name else name if name.startswith("project:") else f"project:{name}"
+    from cems_cli.project import normalize_project
+
+    wanted = None if project is None else normalize_project(project) if project.strip() else ""
     with service() as memory:
         report = memory.summarize() if rebuild else None
         found = memory.summaries(wanted)
