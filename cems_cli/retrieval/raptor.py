@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 from cems_cli import defaults
+from cems_cli.retrieval.understand import STOPWORDS
 
 # The most central memories a group summary quotes, and the groups a project summary lists.
 GROUP_QUOTES = 6
@@ -42,13 +43,11 @@ _SAME_GIST = 0.8
 
 _WORD = re.compile(r"[A-Za-z][\w.+#/-]*[\w+#]|[A-Za-z]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
-_STOPWORDS = frozenset(
-    "a about after again all also an and any are as at be because been before being but by can could did do "
-    "does done for from had has have here how i if in into is it its just let let's me more most my no not "
-    "now of on once only or other our out over per run ran same should so some such than that the their them "
-    "then there these they this those through to too under up use used uses using via was we we'll were what "
-    "when where which while who why will with would you your project session claude code asked changed "
-    "failed passed after running worked instead".split()
+# A title's words are never the query's stop words, nor the words every captured record says.
+_STOPWORDS = STOPWORDS | frozenset(
+    "about after again all also any because before being here just let let's more most no not now once only "
+    "other out over per same some such they those through too under up use used uses using via we'll while "
+    "project session claude code asked changed failed passed ran run running worked instead done".split()
 )
 
 

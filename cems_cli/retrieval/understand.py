@@ -168,7 +168,7 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n])[\s\"'(\[]*$")
 _NOT_ENTITIES = frozenset({"e.g", "i.e", "etc", "vs"})
 _TRAILING_PUNCT = ".,;:!?)]}"
 
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     "a an and are as at be been but by can could did do does for from had has have how i if in into is "
     "it its me my of on or our should so than that the their them then there these this to was we were "
     "what when where which who why will with would you your".split()
@@ -179,7 +179,7 @@ def query_terms(query: str) -> list[str]:
     """Lower-cased content words of a query, in order, without duplicates or stop words."""
     seen: dict[str, None] = {}
     for token in re.findall(r"\w+", query.lower()):
-        if len(token) >= 2 and token not in _STOPWORDS:
+        if len(token) >= 2 and token not in STOPWORDS:
             seen.setdefault(token, None)
     return list(seen)
 
