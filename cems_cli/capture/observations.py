@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cems_cli.capture.error_lines import error_line
 from cems_cli.capture.extract import (
     DENIED_RULE,
     DENIED_USER,
@@ -70,12 +71,6 @@ _SLACK = 512  # extra characters redacted past a clip point, so a secret cut in 
 _FAILURE = re.compile(
     r"Traceback \(most recent call last\)|^FAILED |\b\d+ failed\b|^fatal: |^error(?:\[\w+\])?: ", re.M
 )
-_ERROR_LINE = re.compile(
-    r"\w*(?:Error|Exception)\b|FAILED|\bfailed\b|fatal:|error|No such file|not found|"
-    r"denied|cannot|Cannot",
-    re.I,
-)
-_EXIT_CODE = re.compile(r"^Exit code \d+\s*$")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
 _SUBCOMMAND_TOOLS = frozenset(
     "npm yarn pnpm bun cargo go make just task uv poetry git docker kubectl pip alembic terraform helm gh "
@@ -217,17 +212,6 @@ def _inspects(command: str) -> bool:
     words = command.split("&&")[-1].split("|")[0].split()
     after = words[words.index(program) + 1 :] if program in words else words[1:]
     return any(w in _LOOKING_SUBCOMMANDS for w in [w for w in after if not w.startswith("-")][:3])
-
-
-def error_line(text: str) -> str:
-    """The most telling line of a failed tool's output."""
-    lines = [
-        line.strip() for line in text.splitlines() if line.strip() and not _EXIT_CODE.match(line.strip())
-    ]
-    for line in lines:
-        if _ERROR_LINE.search(line):
-            return line
-    return lines[0] if lines else "failed"
 
 
 # --------------------------------------------------------------------------- the open chunk
@@ -456,7 +440,7 @@ class ChunkBuilder:
         if name == "Bash" and label:
             chunk.add("commands", label)
         if failed:
-            message = clip(error_line(event.text), 240)
+            message = clip(error_line(event.text, 240), 240)
             chunk.add("errors", f"{label}: {message}" if label else message)
             chunk.note(f"Error: {clip(event.text, 600, one_line=False)}")
             if name == "Bash" and label:

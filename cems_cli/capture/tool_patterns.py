@@ -34,6 +34,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cems_cli.capture.error_lines import error_line, one_line
+
 # --------------------------------------------------------------------------- events
 
 
@@ -161,37 +163,6 @@ def output_says_failed(*parts: str) -> bool:
         if _SUCCESS_SUMMARY.search(tail) and not _FAILURE_COUNT.search(tail):
             return False
     return any(_FAILURE_MARKERS.search(part) for part in parts)
-
-
-_ERROR_LINES = (
-    re.compile(r"^E\s+(\S.*)$"),  # pytest's detail lines: "E   ModuleNotFoundError: …"
-    re.compile(r"^((?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception): .*)$"),
-    re.compile(r"^(\S+:\d+(?::\d+)?: (?:fatal )?error\b.*)$"),
-    re.compile(r"^((?:error|fatal|ERROR|FATAL)(?:\[[\w-]+\])?:.*)$"),
-    re.compile(r"^((?:npm|pnpm) (?:ERR!|error) .*)$"),
-    re.compile(r"^(FAILED \S.*|--- FAIL:.*|FAIL\b.*)$"),
-    re.compile(
-        r"^(.*(?:command not found|No such file or directory|Permission denied|cannot find).*)$", re.I
-    ),
-)
-_NOT_AN_ERROR_LINE = re.compile(r"^(?:Exit code \d+|Traceback \(most recent call last\):)$|^=+.*=+$|^[-=_]+$")
-
-
-def error_line(output: str, limit: int = 200) -> str:
-    """The most telling line of a failure's output: a pytest `E` line, an exception, a compiler error…"""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    for pattern in _ERROR_LINES:
-        for line in lines:
-            match = pattern.match(line)
-            if match:
-                return _one_line(match.group(1), limit)
-    meaningful = [line for line in lines if not _NOT_AN_ERROR_LINE.match(line)]
-    return _one_line(meaningful[-1], limit) if meaningful else "an error"
-
-
-def _one_line(text: str, limit: int) -> str:
-    text = " ".join(text.replace("`", "'").split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 # --------------------------------------------------------------------------- what a command is
@@ -574,7 +545,7 @@ def parse_command(command: str, cwd: str = "") -> list[Segment]:
             tool, args = "docker compose", args[1:]
         kind, manager = _kind_of(tool.split()[0] if tool == "docker compose" else tool, words[start + 1 :])
         canonical = _canonical(words, start, kind, cd_dir, cwd)
-        text = _one_line(" ".join(_quote(_relative(w, cwd)) for w in words), _MAX_CANONICAL)
+        text = one_line(" ".join(_quote(_relative(w, cwd)) for w in words), _MAX_CANONICAL)
         segments.append(Segment(kind, tool, canonical, text, manager))
     return segments
 

@@ -160,7 +160,7 @@ def test_a_turn_becomes_the_sessions_record_a_learning_and_a_pattern(capture_env
     assert 'Ran: `grep -rn "REDIS_URL" src/`; `pytest -q`.' in context
     assert "Outcome" not in context and "Still failing" not in context  # the failure was fixed
     assert by_category["learnings"]["content"] == (
-        "`pytest -q` failed in acme/api with \"E KeyError: 'REDIS_URL'\"; it passed after changes to "
+        "`pytest -q` failed in acme/api with \"KeyError: 'REDIS_URL'\"; it passed after changes to "
         "src/acme/config.py."
     )
     assert by_category["patterns"]["content"] == "In project acme/api the tests run with `pytest -q`."

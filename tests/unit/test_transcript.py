@@ -15,7 +15,6 @@ from cems_cli.capture.observations import (
     Limits,
     clip,
     command_key,
-    error_line,
     parse_extraction,
 )
 from cems_cli.capture.transcript import (
@@ -324,7 +323,7 @@ def test_a_rerun_that_passes_after_another_command_ran_is_a_learning():
     )
     [learning] = [o for o in chunk.observations if o.category == "learnings"]
     assert learning.text == (
-        '`uv run pytest -m integration -q` failed in acme-api with "E psycopg.OperationalError: connection '
+        '`uv run pytest -m integration -q` failed in acme-api with "psycopg.OperationalError: connection '
         'refused on port 5433"; it passed after running `docker compose up -d postgres`.'
     )
     assert chunk.session["errors"] == []  # it passes now: not "still failing"
@@ -501,11 +500,6 @@ def test_clip_redacts_before_cutting_and_keeps_text_storable():
 )
 def test_command_key(command, key):
     assert command_key(command) == key
-
-
-def test_error_line_prefers_the_telling_line():
-    assert error_line("Exit code 1\ncollecting...\nE   KeyError: 'x'\n1 failed") == "E   KeyError: 'x'"
-    assert error_line("Exit code 1") == "failed"
 
 
 def test_llm_answers_are_validated():
