@@ -137,7 +137,7 @@ def decision_sentences(text: str) -> list[str]:
 # --------------------------------------------------------------------------- patterns
 
 _PATTERN_KINDS = frozenset(
-    {"test", "lint", "format", "typecheck", "build", "generate", "migrate", "deploy", "install", "tool"}
+    {"test", "lint", "format", "typecheck", "build", "generate", "migrate", "deploy", "install"}
 )
 
 

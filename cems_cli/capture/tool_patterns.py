@@ -4,7 +4,6 @@ What a project's tool events say, each as one stable sentence:
 * how its tests, lint, formatting, type checks, build, code generation, migrations and deploys run (a
   command of that kind that succeeded);
 * how its dependencies are installed (package manager commands that succeeded);
-* which other developer tools it uses (docker compose, alembic, terraform… seen succeeding twice);
 * which files keep changing (edited in at least 4 tool calls across at least 2 sessions);
 * errors and the fix that worked (a command failed, files were changed or packages installed, and the
   same command then passed, in the same session).
@@ -182,7 +181,6 @@ class Segment:
 _OPERATORS = frozenset("&& || ; & | |& ;; ( )".split())
 _REDIRECTS = frozenset("> >> < << <<< >& &> &>> <& >| <>".split())
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_PLAIN_WORD = re.compile(r"^[A-Za-z0-9][\w.:+-]*$")
 _SOURCE_FILE = re.compile(r"\.(?:pyi?|[cm]?js|jsx|tsx?|go|rs|rb|java|kt|c|cc|cpp|h|hpp|cs|php|swift|vue)$")
 # Test selection and per-run temp dirs: they change from run to run, the way tests run does not.
 _VALUE_FLAGS = frozenset(
@@ -280,7 +278,9 @@ _INSTALL_FLAG_VALUES = frozenset("-e --editable -r --requirement".split())
 _INSTALL_KEPT_FLAGS = _INSTALL_FLAG_VALUES | set(
     "--frozen --locked --dev -D --no-dev --all-extras --upgrade -U".split()
 )
-# Other developer tools worth knowing a project uses (kind "tool").
+# Other developer tools (kind "tool"). No statement says that a project uses one: "the `kubectl`
+# command-line tool is used" told nobody anything, and was injected as noise whenever it matched. A run of
+# one can be what fixed a failure ("it passed after running `docker compose up -d postgres`").
 _DEV_TOOLS = frozenset(
     """
 docker docker-compose kubectl helm terraform tofu gh alembic prisma aws gcloud az psql redis-cli flyway
@@ -569,7 +569,6 @@ _EDIT_TOOLS = {
 }
 HOT_FILE_MIN_EDITS = 4
 HOT_FILE_MIN_SESSIONS = 2
-DEV_TOOL_MIN_USES = 2
 _MAX_FIX_FILES = 4
 _MAX_FIX_COMMANDS = 3
 
@@ -624,8 +623,6 @@ def derive_statements(project: str, events: Iterable[ToolEvent]) -> list[Stateme
         if key not in found:
             found[key] = Statement(key, text, kind, event.session_id, event.received_at)
 
-    tool_uses: dict[str, int] = {}
-    tool_example: dict[str, str] = {}
     edits: dict[str, list[ToolEvent]] = {}
     changes: dict[str, list[str]] = {}  # per session: "edit:<path>" / "cmd:<canonical>", in order
     failing: dict[tuple[str, str], _Failing] = {}
@@ -672,34 +669,10 @@ def derive_statements(project: str, events: Iterable[ToolEvent]) -> list[Stateme
                 )
             elif segment.kind == "tool":
                 session_changes.append(f"cmd:{segment.text}")
-                tool_uses[segment.tool] = tool_uses.get(segment.tool, 0) + 1
-                tool_example.setdefault(segment.tool, _example(segment))
-                if tool_uses[segment.tool] >= DEV_TOOL_MIN_USES:
-                    add(
-                        f"tool:{segment.tool}",
-                        "tool",
-                        f"In project {label} the `{segment.tool}` command-line tool is used, for example "
-                        f"`{tool_example[segment.tool]}`.",
-                        event,
-                    )
         fixed = failing.pop((event.session_id, identity), None)
         if fixed is not None:
             _fix(fixed, identity, session_changes, label, event, add)
     return sorted(found.values(), key=lambda s: (s.at, s.key))
-
-
-def _example(segment: Segment) -> str:
-    """The tool and its subcommand only: later arguments are ids, names and values of the moment."""
-    words = segment.canonical.split()
-    tool_words = segment.tool.split()
-    try:
-        index = next(i for i, w in enumerate(words) if os.path.basename(w) == tool_words[0])
-    except StopIteration:
-        return segment.tool
-    end = index + len(tool_words)
-    if end < len(words) and _PLAIN_WORD.match(words[end]) and not words[end].startswith("-"):
-        end += 1
-    return " ".join(words[:end])
 
 
 _Add = Callable[[str, str, str, ToolEvent], None]
