@@ -465,6 +465,7 @@ class MemoryService:
             min_confidence=s.recall_min_confidence if min_confidence is None else min_confidence,
             deadline=deadline,
             other_projects_captured=False,
+            general_needs_evidence=True,
         )
         self.take_search()
         results = run_search(self, request)

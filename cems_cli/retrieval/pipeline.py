@@ -63,6 +63,10 @@ class SearchRequest:
     # False (what the prompt hook asks): what capture derived from another project's sessions is left out
     # (its session records and tool patterns describe that repository), preferences aside.
     other_projects_captured: bool = True
+    # True (what the prompt hook asks): a question about the world rather than the asker's work ("Explain
+    # what React.memo does", understand.asks_general_knowledge) gets only memories plainly about what it
+    # asks (GENERAL_MIN_LEXICAL, GENERAL_MIN_COSINE), often none.
+    general_needs_evidence: bool = False
     # The moment the question is asked: time decay, time cues and "yesterday" count from it. None is the
     # current time; a fixed moment makes a search reproducible (`cems eval --as-of`).
     now: datetime | None = None
@@ -250,6 +254,8 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
             trace.stages["superseded"] = superseded
     if not request.other_projects_captured and request.current_project:
         adjusted = [c for c in adjusted if not _captured_elsewhere(c, request.current_project)]
+    if request.general_needs_evidence and adjusted:
+        adjusted = _general_knowledge(request.query, adjusted, trace)
     if request.min_score is not None:
         adjusted = [c for c in adjusted if c.score >= request.min_score]
     if request.min_relative and adjusted:
@@ -271,6 +277,26 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
 
 
 # --- stages -----------------------------------------------------------------------------------------------
+
+
+# A question about the world needs a memory sharing this much of its words (the normalised full-text score:
+# about a third of them by weight) or this close in meaning. On the capture benchmark the memories injected
+# for its 5 such questions shared at most 0.08 and came within 0.27–0.39 cosine: all were noise.
+GENERAL_MIN_LEXICAL = 0.3
+GENERAL_MIN_COSINE = 0.5
+
+
+def _general_knowledge(query: str, candidates: list[Candidate], trace: Trace) -> list[Candidate]:
+    """Of a question about the world ("What's the difference between a Deployment and a StatefulSet?"), the
+    memories plainly about what it asks; every memory when the question is about the asker's work."""
+    from cems_cli.retrieval.understand import asks_general_knowledge
+
+    if not asks_general_knowledge(query):
+        return candidates
+    kept = [c for c in candidates
+            if c.lexical_score >= GENERAL_MIN_LEXICAL or c.vector_score >= GENERAL_MIN_COSINE]
+    trace.stages["general_knowledge"] = {"candidates": len(candidates), "kept": len(kept)}
+    return kept
 
 
 # A summary sharing no word with the question's topic needs this cosine; and every summary this score

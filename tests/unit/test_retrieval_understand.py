@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cems_cli.retrieval.understand import (
+    asks_general_knowledge,
     choose_route,
     detect_domains,
     extract_entities,
@@ -192,3 +193,47 @@ def test_choose_route_on_a_modified_analysis():
     assert choose_route(analysis) == "vector"
     analysis.domains = ["backend", "database"]
     assert choose_route(analysis) == "hybrid"
+
+
+# --- questions about the world, not the asker's work ------------------------------------------------------
+
+GENERAL = [
+    "Explain what React.memo does.",
+    "Explain how Python's GIL affects threads",
+    "Can you explain what a closure is in JavaScript?",
+    "Describe the CAP theorem.",
+    "What's the difference between TCP and UDP?",
+    "What is the difference between git merge and git rebase?",
+    "Differences between a mutex and a semaphore and when to use each",
+    "What is a goroutine?",
+    "What are the differences between let and const?",
+    "How does garbage collection work in Java?",
+    "How does HTTPS work?",
+    "How does async/await work under the hood?",
+    "What is the purpose of __init__.py?",
+]
+OWN_WORK = [
+    "Explain why the staging deploy failed last week",
+    "Explain what the invoice run lock does in our worker",
+    "How does our auth middleware work?",
+    "What's the difference between the v1 and v2 endpoints here?",
+    "How do I run the tests?",
+    "How did we fix the flaky checkout test?",
+    "What is the staging bucket called?",
+    "How does the rate limiter work in this service?",
+    "Describe what we changed in the billing schema",
+    "Explain the error I got yesterday from alembic",
+    # LoCoMo's shape: questions about people are about someone's life, not about the world.
+    "What is a Star Wars book that Tim might enjoy?",
+    "How does Andrew feel about his current work?",
+]
+
+
+@pytest.mark.parametrize("question", GENERAL)
+def test_questions_about_the_world(question):
+    assert asks_general_knowledge(question)
+
+
+@pytest.mark.parametrize("question", OWN_WORK)
+def test_questions_about_the_askers_work(question):
+    assert not asks_general_knowledge(question)
