@@ -16,8 +16,7 @@ _PYTEST_DETAIL = re.compile(r"^E\s+(\S.*)$")
 # A line that names a problem: an exception, an error or failure marker, a missing thing, a refusal.
 _TELLING = re.compile(
     r"\w*(?:Error|Exception)\b|FAILED|\bfailed\b|^--- FAIL: |fatal:|error|No such file|not found|"
-    r"does not exist|"
-    r"denied|cannot|refused|unreachable",
+    r"does not exist|denied|cannot|refused|unreachable",
     re.IGNORECASE,
 )
 # Lines that say that something failed, or how many things did, without saying what: counts, runners'

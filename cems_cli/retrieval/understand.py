@@ -119,6 +119,11 @@ def is_overview(query: str) -> bool:
     return bool(_OVERVIEW.search(query.lower()))
 
 
+def overview_topic(query: str) -> list[str]:
+    """The content words of an overview question besides its overview words: its topic, if it has one."""
+    return [t for t in query_terms(query) if t not in _OVERVIEW_WORDS]
+
+
 # Questions about the world rather than about the asker's own work: "Explain what React.memo does", "What's
 # the difference between a Deployment and a StatefulSet?", "How do generics work in Go?", "What is a
 # goroutine?". Memories answer them only when one is about the very thing asked (the prompt hook asks for
@@ -132,9 +137,8 @@ _GENERAL_KNOWLEDGE = re.compile(
 )
 _ABOUT_OWN_WORK = re.compile(
     r"\b(?:we|our|ours|us|i|my|mine|me|he|she|his|her|him|they|their|them|here|before|previously|again|"
-    r"yesterday|ago|last \w+|(?:failed|broke|changed|decided|fixed|happened))\b|"
-    r"\bthis (?:repo|repository|project|codebase|code|service|app|team|branch)\b|"
-    r"\b(?:did|was|were|had|have|has)\b"
+    r"yesterday|ago|last \w+|did|was|were|had|have|has|failed|broke|changed|decided|fixed|happened)\b|"
+    r"\bthis (?:repo|repository|project|codebase|code|service|app|team|branch)\b"
 )
 
 
@@ -143,11 +147,6 @@ def asks_general_knowledge(query: str) -> bool:
     work: see _GENERAL_KNOWLEDGE."""
     text = " ".join(query.lower().split())
     return bool(_GENERAL_KNOWLEDGE.search(text)) and not _ABOUT_OWN_WORK.search(text)
-
-
-def overview_topic(query: str) -> list[str]:
-    """The content words of an overview question besides its overview words: its topic, if it has one."""
-    return [t for t in query_terms(query) if t not in _OVERVIEW_WORDS]
 
 
 # ----------------------------------------------------------------------------------------------- intent
