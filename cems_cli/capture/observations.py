@@ -563,6 +563,9 @@ def _session_summary(chunk: _Open) -> dict[str, Any]:
         "asked": [clip(p, 200) for p in asked[:1]],
         "changed": list(chunk.changed),
         "commands": [c for c in chunk.commands if c in chunk.succeeded],
+        # Ran something besides looking around (`ls`, `git status`, `kubectl get`): a turn that only looked
+        # and answered leaves no record (sessions.worth_remembering).
+        "acted": any(not _inspects(c) for c in chunk.commands),
         "blocked": list(chunk.blocked),
         "denied": list(chunk.denied),
         "errors": [e for e in chunk.errors if e.split(":", 1)[0] not in chunk.fixed],

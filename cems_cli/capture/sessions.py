@@ -58,14 +58,23 @@ def merge(record: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
     merged["last_at"] = turn.get("last_at") or record.get("last_at") or ""
     merged["branch"] = record.get("branch") or turn.get("branch") or ""
     merged["project"] = record.get("project") or turn.get("project")
+    merged["acted"] = _acted(record) or bool(turn.get("acted", turn.get("commands")))
     merged["turns"] = int(record.get("turns") or 0) + 1
     merged["fixes"] = int(record.get("fixes") or 0) + int(turn.get("fixes") or 0)
     return merged
 
 
 def worth_remembering(record: dict[str, Any]) -> bool:
-    """Something was done, tried or refused: a session of questions and answers only is not context."""
-    return any(record.get(name) for name in ("changed", "commands", "blocked", "denied", "errors"))
+    """Something was done, tried or refused. A session of questions and answers is not context, nor one
+    that only looked around (`ls`, `git status`): its record would be the question asked again ("Asked:
+    which i18n library do we use? Ran: `ls`."), the best match for that question the next time, above the
+    memory that answers it."""
+    return _acted(record) or any(record.get(name) for name in ("changed", "blocked", "denied", "errors"))
+
+
+def _acted(record: dict[str, Any]) -> bool:
+    # Records kept before "acted" existed: any command counted.
+    return bool(record.get("acted", record.get("commands")))
 
 
 def time_span(first_at: str, last_at: str) -> str:

@@ -345,6 +345,40 @@ def test_a_rerun_that_passes_after_only_looking_is_fixed_but_not_a_learning():
     assert chunk.session["errors"] == [] and "uv run alembic upgrade head" in chunk.session["fixed_commands"]
 
 
+def test_a_session_that_only_looked_around_leaves_no_record():
+    """Asked a question, ran `ls` and `git status`, answered: its record would only repeat the question."""
+    from cems_cli.capture import sessions
+
+    def record_of(*chunks):
+        merged = sessions.new_record("s-1", "project:acme-api", "main", False)
+        for chunk in chunks:
+            merged = sessions.merge(merged, chunk.session)
+        return merged
+
+    [looked] = fold(
+        [
+            prompt("Which i18n library do we use with React?"),
+            call("t1", "Bash", {"command": "ls"}),
+            result("t1", "package.json\nsrc"),
+            call("t2", "Bash", {"command": "git status"}),
+            result("t2", "On branch main"),
+            say("next-intl, see package.json."),
+        ]
+    )
+    assert looked.session["acted"] is False and not sessions.worth_remembering(record_of(looked))
+    [worked] = fold(
+        [
+            prompt("Add German translations", ts="2026-03-02T10:00:00.000Z"),
+            call("t3", "Bash", {"command": "pnpm lint"}, ts="2026-03-02T10:00:00.000Z"),
+            result("t3", "ok", ts="2026-03-02T10:00:00.000Z"),
+        ]
+    )
+    assert sessions.worth_remembering(record_of(worked))
+    assert sessions.worth_remembering(record_of(looked, worked))  # a later turn that acted: a record
+    # A record kept before "acted" existed: its commands count, as they did.
+    assert sessions.worth_remembering({"commands": ["ls"]})
+
+
 def test_a_variant_that_works_after_a_failure_is_a_learning():
     [chunk] = fold(
         [
