@@ -34,7 +34,14 @@ _SAYS_NOTHING = re.compile(
 _FRAME = "│╷╵║╔╗╚╝═┃|"
 
 
-def error_line(output: str, limit: int = 200) -> str:
+# A learning quotes the error before the fix ("`cmd` failed with "…"; it passed after running `fix`"), and the
+# prompt hook shows 300 characters of a memory: quoting 240 of alembic's "Multiple head revisions are
+# present…" pushed `alembic merge` out of what the next session saw. The start of an error line says what
+# went wrong; its end is mostly advice and values.
+ERROR_CHARS = 160
+
+
+def error_line(output: str, limit: int = ERROR_CHARS) -> str:
     """One line, at most `limit` characters: a pytest `E` line, else the first line naming a problem, else
     the first line that says anything, else the first line. Backticks become quotes (the line is quoted
     inside Markdown)."""

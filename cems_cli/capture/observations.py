@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cems_cli.capture.error_lines import error_line
+from cems_cli.capture.error_lines import ERROR_CHARS, error_line
 from cems_cli.capture.extract import (
     DENIED_RULE,
     DENIED_USER,
@@ -440,7 +440,7 @@ class ChunkBuilder:
         if name == "Bash" and label:
             chunk.add("commands", label)
         if failed:
-            message = clip(error_line(event.text, 240), 240)
+            message = clip(error_line(event.text), ERROR_CHARS)
             chunk.add("errors", f"{label}: {message}" if label else message)
             chunk.note(f"Error: {clip(event.text, 600, one_line=False)}")
             if name == "Bash" and label:

@@ -379,6 +379,29 @@ def test_a_session_that_only_looked_around_leaves_no_record():
     assert sessions.worth_remembering({"commands": ["ls"]})
 
 
+def test_a_learning_with_a_long_error_still_shows_its_fix_in_what_the_hook_injects():
+    from cems_cli.retrieval.pipeline import SNIPPET_CHARS
+
+    error = ("ERROR [alembic.util.messaging] Multiple head revisions are present for given argument 'head'; "
+             "please specify a specific target revision, '<branchname>@head' to narrow to a specific head, "
+             "or 'heads' for all heads")
+    [chunk] = fold(
+        [
+            prompt("Apply the migrations"),
+            call("t1", "Bash", {"command": "alembic upgrade head"}),
+            result("t1", error, True),
+            call("t2", "Bash", {"command": "alembic merge -m 'merge heads' 3f2a1c9d 9c1d4b2a"}),
+            result("t2", "Generating merge revision"),
+            call("t3", "Bash", {"command": "alembic upgrade head"}),
+            result("t3", "Running upgrade"),
+        ]
+    )
+    [learning] = [o for o in chunk.observations if o.category == "learnings"]
+    assert "Multiple head revisions are present" in learning.text
+    assert learning.text.endswith("passed after running `alembic merge -m 'merge heads' 3f2a1c9d 9c1d4b2a`.")
+    assert len(learning.text) <= SNIPPET_CHARS  # shown whole, fix included
+
+
 def test_a_variant_that_works_after_a_failure_is_a_learning():
     [chunk] = fold(
         [
