@@ -608,16 +608,25 @@ def _fuse(settings, ranked: list[RankedList], candidates: dict[str, Candidate]) 
     )
 
 
+# A `patterns` memory ("the tests run with `make test`") says how the project works, whichever session
+# capture first saw it in: the memories recorded next to it say nothing of its relevance, nor it of theirs.
+# Placed in that session, it rode on the session's best match: "Which Go version are we on?" injected
+# `make test` beside the session record that answered it.
+OUTSIDE_SESSIONS = frozenset({"patterns"})
+
+
 def _session_context(conn, fused: list[Candidate], filters: SearchFilters, settings) -> list[Candidate]:
     """Neighbours in the same session lend evidence (one query places the candidates in their sessions)."""
     from cems_cli.retrieval.assemble import session_from_tags
     from cems_cli.retrieval.neighbours import SessionPosition, apply_session_context
     from cems_cli.store.search import session_positions
 
-    sessions = {c.document_id: s for c in fused if (s := session_from_tags(c))}
+    sessions = {c.document_id: s for c in fused
+                if c.category not in OUTSIDE_SESSIONS and (s := session_from_tags(c))}
     if not sessions:
         return fused
-    placed = session_positions(conn, sorted(set(sessions.values())), list(sessions), filters)
+    placed = session_positions(conn, sorted(set(sessions.values())), list(sessions), filters,
+                               leave_out=OUTSIDE_SESSIONS)
     positions = {
         doc: SessionPosition(session, placed[(doc, session)])
         for doc, session in sessions.items()

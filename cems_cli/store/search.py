@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -192,20 +192,26 @@ def fetch_embeddings(conn: psycopg.Connection, chunk_ids: Sequence[str]) -> dict
 
 
 def session_positions(
-    conn: psycopg.Connection, sessions: Sequence[str], document_ids: Sequence[str], filters: SearchFilters
+    conn: psycopg.Connection,
+    sessions: Sequence[str],
+    document_ids: Sequence[str],
+    filters: SearchFilters,
+    leave_out: Collection[str] = (),
 ) -> dict[tuple[str, str], int]:
     """(document id, session tag) → 0-based place among the session's visible memories, in recorded order,
-    for the given documents; the sessions' other memories are only counted, never fetched."""
+    for the given documents; the sessions' other memories are only counted, never fetched. Memories of the
+    `leave_out` categories are not part of any session."""
     if not sessions or not document_ids:
         return {}
     where, params = filter_clause(filters)
-    params.update(sessions=list(sessions), ids=list(document_ids))
+    params.update(sessions=list(sessions), ids=list(document_ids), leave_out=list(leave_out))
     rows = conn.execute(
         "SELECT id, tag, pos FROM ("
         "  SELECT d.id, t.tag, "
         "    row_number() OVER (PARTITION BY t.tag ORDER BY d.created_at, d.seq) - 1 AS pos "
         "  FROM memory_documents d CROSS JOIN LATERAL unnest(d.tags) AS t(tag) "
         f" WHERE d.tags && %(sessions)s::text[] AND t.tag = ANY(%(sessions)s::text[]) AND {where}"
+        "   AND d.category <> ALL(%(leave_out)s::text[])"
         ") placed WHERE id = ANY(%(ids)s::uuid[])",
         params,
     ).fetchall()

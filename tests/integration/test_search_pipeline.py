@@ -188,6 +188,30 @@ def test_session_neighbours_lend_their_score(cli, tmp_path):
     assert [m["content"] for m in exported if "session:design-review" in m["tags"]] == turns
 
 
+def test_a_pattern_is_no_part_of_the_session_capture_first_saw_it_in(cli, tmp_path):
+    """"The tests run with `make test`" is about the project: a match of its session's record lends it
+    nothing, and it takes no place between the session's other memories."""
+    tags = ["session:slog"]
+    lines = [
+        {"content": "Asked: update the Go version to 1.23 in go.mod and CI. Ran: `make test`.",
+         "category": "context", "tags": tags},
+        {"content": "In project gateway the tests run with `make test`.", "category": "patterns",
+         "tags": tags},
+        {"content": "We'll use log/slog from the standard library rather than zap.", "category": "decisions",
+         "tags": tags},
+    ]
+    path = tmp_path / "memories.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert cli("import", str(path)).code == 0
+
+    result = cli("search", "which Go version are we on", "--explain", "--json", "--limit", "5")
+    by_content = {r["content"]: r["explain"] for r in result.json()["results"]}
+    record, decision = by_content[lines[0]["content"]], by_content[lines[2]["content"]]
+    assert (record["session"]["position"], decision["session"]["position"]) == (0, 1)  # next to each other
+    pattern = by_content.get(lines[1]["content"])
+    assert pattern is None or "session" not in pattern
+
+
 def test_search_settings_are_set_once_per_connection(env):
     from cems_cli.config import load_settings
     from cems_cli.service import MemoryService
