@@ -133,4 +133,6 @@ def test_the_search_server_pid_file_names_the_running_server(env, tmp_path):
         assert server_pid(home) == pid
     finally:
         assert stop_search_server(home) is True
-    assert server_pid(home) is None
+    # Not `is None`: the home is the session's, and a server an earlier test's hook spawned with a tiny budget
+    # may still be starting; it takes the lock as soon as this one lets go (seen once on a loaded CI run).
+    assert server_pid(home) != pid
