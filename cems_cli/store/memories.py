@@ -58,6 +58,27 @@ def find_live_duplicate(
     return str(row[0]) if row else None
 
 
+_EVIDENCE_TAGS = ("session:", "branch:")
+
+
+def keep_earliest_evidence(conn: psycopg.Connection, memory_id: str, memory: NewMemory) -> None:
+    """The same text stored again from an earlier moment by the same source (the observer reading a backlog
+    of transcripts in path order, not in time order): the memory dates from, and cites, the earliest time it
+    was seen. Another source's copy changes nothing (what the user wrote stays theirs)."""
+    if memory.created_at is None:
+        return
+    # Its session and branch tags follow the evidence; tags of any other kind stay.
+    moving = [t for t in memory.tags if t.startswith(_EVIDENCE_TAGS)]
+    conn.execute(
+        "UPDATE memory_documents SET created_at = %(at)s, source_ref = %(ref)s, tags = ARRAY("
+        "  SELECT t FROM unnest(tags) AS t WHERE NOT (t LIKE 'session:%%' OR t LIKE 'branch:%%')"
+        ") || %(moving)s::text[] "
+        "WHERE id = %(id)s AND created_at > %(at)s AND source IS NOT DISTINCT FROM %(source)s",
+        {"at": memory.created_at, "ref": memory.source_ref, "moving": moving, "id": memory_id,
+         "source": memory.source},
+    )
+
+
 def insert_memory(
     conn: psycopg.Connection,
     identity: Identity,
