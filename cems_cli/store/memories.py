@@ -71,11 +71,11 @@ def keep_earliest_evidence(conn: psycopg.Connection, memory_id: str, memory: New
     moving = [t for t in memory.tags if t.startswith(_EVIDENCE_TAGS)]
     conn.execute(
         "UPDATE memory_documents SET created_at = %(at)s, source_ref = %(ref)s, tags = ARRAY("
-        "  SELECT t FROM unnest(tags) AS t WHERE NOT (t LIKE 'session:%%' OR t LIKE 'branch:%%')"
+        "  SELECT t FROM unnest(tags) AS t WHERE NOT t LIKE ANY(%(kinds)s::text[])"
         ") || %(moving)s::text[] "
         "WHERE id = %(id)s AND created_at > %(at)s AND source IS NOT DISTINCT FROM %(source)s",
         {"at": memory.created_at, "ref": memory.source_ref, "moving": moving, "id": memory_id,
-         "source": memory.source},
+         "source": memory.source, "kinds": [f"{prefix}%" for prefix in _EVIDENCE_TAGS]},
     )
 
 
