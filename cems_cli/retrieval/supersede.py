@@ -35,9 +35,9 @@ _CHANGE = re.compile(
     r"|\bno\s+longer\s+(?:use|uses|using|run|runs|on)\s+" + _NAME,
     re.IGNORECASE,
 )
-# Words that start no name: "instead of one shared bucket" names nothing that a memory could be about.
 # A superseded memory ends at most this share of the score of the memory that replaced it.
 BELOW = 0.95
+# Words that start no name: "instead of one shared bucket" names nothing that a memory could be about.
 _STOP = frozenset("a an all any both each every it its my one ones our some that the their them these this "
                   "those two your using".split())
 
