@@ -11,8 +11,6 @@ import fcntl
 import logging
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -299,23 +297,20 @@ def start_detached(home: Path, timeout: float = 60.0) -> int:
     log_path = home / LOG_FILE
     if log_path.exists() and log_path.stat().st_size > _LOG_ROTATE_BYTES:
         log_path.replace(log_path.with_suffix(".log.1"))
-    with open(log_path, "ab") as log_file:
-        process = subprocess.Popen(  # noqa: S603 - our own entry point
-            [sys.executable, "-m", "cems_cli.cli.app", "observe"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=log_file,
-            start_new_session=True,
-            close_fds=True,
-            cwd="/",
-        )
+    from cems_cli.procs import child_env, spawn_python
+
+    # Isolated from the folder `cems observe --detach` was typed in (cems_cli.procs), stderr to the log.
+    pid = spawn_python(
+        "cems_cli.cli.app", "observe", env=child_env({"CEMS_HOME": str(home.absolute())}), log=str(log_path)
+    )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        code = process.poll()
-        if code is not None:
+        exited, status = os.waitpid(pid, os.WNOHANG)
+        if exited:
+            code = os.waitstatus_to_exitcode(status)
             raise DaemonError(f"the observer exited at start (code {code}): {_log_tail(log_path)}")
-        if holder(home) == process.pid:
-            return process.pid
+        if holder(home) == pid:
+            return pid
         time.sleep(0.05)
     raise DaemonError(f"the observer did not start within {timeout:g}s (log: {log_path})")
 

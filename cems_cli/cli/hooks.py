@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import time
 import uuid
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from cems_cli import procs
 from cems_cli.cli.common import JsonOption, check_range, console, emit_json, fail
 
 if TYPE_CHECKING:
@@ -285,29 +285,18 @@ DEFAULT_RUN_TIMEOUT = 60.0
 def _run(invocation: Invocation, payload: dict[str, Any], timeout: float, cwd: Path) -> dict[str, Any]:
     """Run one checked hook as Claude Code would, in the project folder with the payload on stdin, but as an
     argv rather than through `sh -c`: the settings file's text is never given to a shell."""
-    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(cwd), **invocation.env}
+    env = procs.child_env({"CLAUDE_PROJECT_DIR": str(cwd), **invocation.env})
     started = time.perf_counter()
-    # Own process group: on a timeout the interpreter and anything it started are killed together.
+    # cwd: the project folder on purpose, as Claude Code runs a hook. Own process group: on a timeout the
+    # interpreter and anything it started are killed together.
     try:
-        proc = subprocess.Popen(
-            list(invocation.argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
+        proc = procs.run(
+            invocation.argv, input=json.dumps(payload).encode(), timeout=timeout, env=env, cwd=str(cwd),
+            text=False, new_session=True,
         )
     except OSError as error:  # removed or made unexecutable since it was checked
         return {"ok": False, "ms": None, "exit_code": None, "error": f"cannot start: {error}", "output": None}
-    try:
-        out_bytes, err_bytes = proc.communicate(json.dumps(payload).encode(), timeout=timeout)
     except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.communicate()
         return {
             "ok": False,
             "ms": round((time.perf_counter() - started) * 1000, 1),
@@ -315,6 +304,7 @@ def _run(invocation: Invocation, payload: dict[str, Any], timeout: float, cwd: P
             "error": f"timed out after {timeout:g} s: Claude Code kills it and goes ahead without it",
             "output": None,
         }
+    out_bytes, err_bytes = proc.stdout, proc.stderr
     ms = round((time.perf_counter() - started) * 1000, 1)
     out = out_bytes.decode("utf-8", errors="replace").strip()
     err = err_bytes.decode("utf-8", errors="replace").strip()

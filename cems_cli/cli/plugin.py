@@ -21,6 +21,7 @@ from typing import Any
 
 import typer
 
+from cems_cli import procs
 from cems_cli.cli.common import JsonOption, console, emit_json, err_console, fail
 
 PLUGIN = "cems"
@@ -107,9 +108,7 @@ def _run_claude(claude: str, args: list[str]) -> dict[str, Any]:
     """`claude plugin … --json`, its JSON result read (the human message goes to stderr)."""
     argv = [claude, "plugin", *args, "--json"]
     try:
-        proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=_CLAUDE_TIMEOUT, stdin=subprocess.DEVNULL
-        )
+        proc = procs.run(argv, timeout=_CLAUDE_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as error:
         fail(f"{' '.join(argv)}: {error}", code=1)
     # `list --json` prints one (indented) document; the others print it as their last line.

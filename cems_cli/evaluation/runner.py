@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cems_cli import procs
 from cems_cli.config import Settings
 from cems_cli.evaluation import metrics
 from cems_cli.evaluation.datasets import Benchmark, Question, Unit
@@ -250,13 +251,14 @@ def git_state() -> tuple[str | None, bool | None]:
     """(HEAD commit, uncommitted changes?) of the checkout CEMS runs from; (None, None) outside one."""
     repo = Path(__file__).resolve().parents[2]
     try:
-        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=5)
+        head = procs.run(["git", "-C", str(repo), "rev-parse", "HEAD"], timeout=5)
         if head.returncode != 0:
             return None, None
         # --no-optional-locks: a read must not refresh (write) the index of a checkout others work in.
-        status = subprocess.run(["git", "--no-optional-locks", "-C", str(repo), "status", "--porcelain",
-                                 "--untracked-files=no"], capture_output=True, text=True, timeout=10)
+        status = procs.run(
+            ["git", "--no-optional-locks", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return None, None
     return head.stdout.strip(), (bool(status.stdout.strip()) if status.returncode == 0 else None)

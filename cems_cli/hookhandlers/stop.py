@@ -9,7 +9,6 @@ The slow part (reading the transcript delta, the LLM call or digest, embedding, 
 from __future__ import annotations
 
 import os
-import sys
 
 from cems_cli.capture import spool
 from cems_cli.hookhandlers.post_tool_use import DOCTOR_SESSION_PREFIX
@@ -67,34 +66,11 @@ def worker_running(home: str) -> bool:
 
 
 def start_worker() -> None:
-    """`python -P -m cems_cli.capture.worker` in a session of its own (it outlives this hook and Claude
-    Code), stdin/stdout/stderr on /dev/null, no other descriptor inherited (Python's are non-inheritable).
-    `-P`: the worker starts in the agent's working directory, whose modules must not shadow any it imports.
+    """The capture worker, detached and isolated from the agent's working directory (cems_cli.procs): it
+    outlives this hook and Claude Code, and the repository's modules must not shadow any it imports."""
+    from cems_cli.procs import spawn_python
 
-    os.posix_spawn does what subprocess.Popen(..., start_new_session=True, close_fds=True) does without
-    importing `subprocess` (signal, threading, selectors: ~10-25 ms of a hook); Popen where it cannot."""
-    env = dict(os.environ)
-    # The hook may have found cems_cli next to itself rather than installed: let the worker find it too.
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-    argv = [sys.executable, "-P", "-m", WORKER_MODULE]
-    devnull = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
-    try:
-        os.posix_spawn(sys.executable, argv, env, file_actions=devnull, setsid=True)
-        return
-    except (AttributeError, NotImplementedError):  # no posix_spawn, or no setsid for it, on this system
-        pass
-    import subprocess
-
-    subprocess.Popen(
-        argv,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        close_fds=True,
-        start_new_session=True,
-        env=env,
-    )
+    spawn_python(WORKER_MODULE)
 
 
 def handle(payload: dict[str, Any]) -> None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 
 SOCKET_NAME = "cems.sock"
+SERVER_MODULE = "cems_cli.server.daemon"
 _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux; keep a margin
 
 
@@ -92,21 +92,12 @@ def call(home: str, request: dict, timeout: float) -> dict | None:
 
 
 def spawn(home: str) -> None:
-    """Start the server in the background (it refuses politely if one already runs)."""
-    env = dict(os.environ)
-    env["CEMS_HOME"] = home
-    try:
-        import subprocess  # only to start the server: ~4 ms the prompt hook need not pay
+    """Start the server in the background (it refuses politely if one already runs), isolated from the
+    folder the hook runs in (cems_cli.procs: that folder is the agent's repository)."""
+    from cems_cli.procs import child_env, spawn_python
 
-        subprocess.Popen(
-            [sys.executable, "-m", "cems_cli.server.daemon"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
-            env=env,
-        )
+    try:
+        spawn_python(SERVER_MODULE, env=child_env({"CEMS_HOME": os.path.abspath(home)}))
     except OSError:
         pass
 

