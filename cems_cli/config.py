@@ -102,6 +102,12 @@ class Settings(CemsSettingsBase):
     llm_api_key: str | None = None
     llm_model: str = defaults.LLM_MODEL
     llm_timeout: float = Field(default=defaults.LLM_TIMEOUT, gt=0, le=600)
+    # What capture and summaries ask (never a search, never a hook): `claude-code` runs the user's own
+    # Claude Code CLI headless; `openai` the endpoint above, when one is configured.
+    llm_backend: Literal["openai", "claude-code"] = defaults.LLM_BACKEND
+    claude_code_path: str = defaults.CLAUDE_CODE_PATH
+    claude_code_model: str = defaults.CLAUDE_CODE_MODEL
+    claude_code_timeout: float = Field(default=defaults.CLAUDE_CODE_TIMEOUT, gt=0, le=3600)
 
     search_mode: Literal["vector", "hybrid", "auto"] = defaults.SEARCH_MODE
     search_limit: int = Field(default=defaults.SEARCH_LIMIT, ge=1, le=1000)

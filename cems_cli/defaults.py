@@ -87,6 +87,16 @@ STRONG_SIGNAL_GAP = 0.15
 LLM_MODEL = "gpt-4o-mini"
 LLM_TIMEOUT = 2.0  # seconds per call: a prompt hook waits at most RECALL_TIME_BUDGET in all
 OLLAMA_URL = "http://127.0.0.1:11434"
+# The background model (capture's extraction, summaries): `openai`, the OpenAI-compatible endpoint of the
+# LLM settings above, or `claude-code`, the user's own Claude Code CLI run headless (claude_code_llm.py).
+LLM_BACKEND = "openai"
+CLAUDE_CODE_PATH = "claude"  # found on PATH
+CLAUDE_CODE_MODEL = "haiku"  # the small model: extraction and summaries need no more
+CLAUDE_CODE_TIMEOUT = 180.0  # seconds per call; a headless CLI start alone takes a few
+# Sessions started by CEMS itself (a `claude -p` call of that backend, an extraction request that reaches a
+# Claude Code based endpoint) carry this marker in their first prompt; the observer ignores any transcript
+# that contains it in a user prompt, so CEMS never learns from its own LLM calls.
+NO_OBSERVE_MARKER = "<cems:no-observe/>"
 RERANKER_MODEL = "dengcao/Qwen3-Reranker-0.6B:Q8_0"
 
 # Lifecycle (cems maintain): captured `context` memories neither accessed nor recalled for this long

@@ -35,6 +35,8 @@ LIVE_KEYS = (
     "recall_limit", "recall_token_budget", "recall_min_score", "recall_min_relative", "recall_min_similarity",
     "recall_min_confidence",
     "llm_model", "llm_timeout", "context_ttl_days", "archive_grace_days",
+    # Capture's and summaries' model (never a program path: a stored value must not choose what runs).
+    "llm_backend", "claude_code_model", "claude_code_timeout",
 )
 SOURCES = ("environment", "user", "team", "config.toml", "default")
 

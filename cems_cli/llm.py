@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from cems_cli import defaults
 
@@ -164,6 +164,19 @@ def parse_json_object(text: object) -> dict[str, Any] | None:
 
 
 # --------------------------------------------------------------------------- client
+
+
+class JsonChat(Protocol):
+    """What capture and summaries ask of a model: an `LLMClient`, or the Claude Code CLI's client."""
+
+    model: str
+
+    @property
+    def base_url(self) -> str | None: ...
+
+    def chat_json(
+        self, system: str, user: str, *, max_tokens: int = 512, stage: str = "llm"
+    ) -> dict | None: ...
 
 
 class LLMClient:
@@ -331,9 +344,25 @@ def client_from_settings(
     return client
 
 
+def background_client(
+    settings: Any, model: str | None = None, timeout: float | None = None
+) -> JsonChat | None:
+    """What capture and summaries ask, outside any hook's time: the user's Claude Code CLI when
+    `CEMS_LLM_BACKEND=claude-code` (cems_cli/claude_code_llm.py), else the configured endpoint (`model` and
+    `timeout` override its settings), else None (deterministic capture, extractive summaries)."""
+    if settings.llm_backend == "claude-code":
+        from cems_cli.claude_code_llm import client_from_settings as claude_code_client
+
+        return claude_code_client(settings)
+    if not settings.llm_configured:
+        return None
+    model, timeout = model or settings.llm_model, timeout or settings.llm_timeout
+    return client_from_settings(settings.llm_base_url, settings.llm_api_key, model, timeout)
+
+
 def configured_client(settings: Any) -> LLMClient | None:
-    """The client of `settings` (CEMS_LLM_*), or None when no LLM is configured: what search and summaries
-    ask."""
+    """The client of `settings` (CEMS_LLM_*), or None when no LLM is configured: what a search asks (never
+    the Claude Code CLI, see background_client)."""
     if not settings.llm_configured:
         return None
     return client_from_settings(

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from cems_cli.config import Settings
     from cems_cli.embedding import Embedder
-    from cems_cli.llm import LLMClient
+    from cems_cli.llm import JsonChat
 
 log = logging.getLogger("cems.summaries")
 
@@ -87,7 +87,7 @@ def build_summaries(
     *,
     dry_run: bool = False,
     embedder: Embedder | None = None,
-    llm: LLMClient | None = None,
+    llm: JsonChat | None = None,
     transaction: Callable[[], Any] | None = None,
 ) -> SummaryReport:
     """Bring `settings.user`'s summaries up to date. `embedder`/`llm` default to the configured ones (the
@@ -99,9 +99,9 @@ def build_summaries(
     user = settings.user
     projects = store.project_members(conn, user)
     if llm is None:
-        from cems_cli.llm import configured_client
+        from cems_cli.llm import background_client
 
-        llm = configured_client(settings)
+        llm = background_client(settings)
     report = SummaryReport()
     plans = []
     for project, (members, vectors) in sorted(projects.items()):
@@ -144,7 +144,7 @@ def _plan_project(
     project: str,
     members: list[Member],
     vectors: np.ndarray,
-    llm: LLMClient | None,
+    llm: JsonChat | None,
 ) -> _Plan:
     from cems_cli.store.summaries import kept_keys
 
@@ -201,7 +201,7 @@ def _project_prompt(groups: list[Summary], project: str) -> str:
     return "\n".join(lines)
 
 
-def _by_llm(llm: LLMClient | None, extractive: Summary, prompt: Callable[[], str]) -> Summary:
+def _by_llm(llm: JsonChat | None, extractive: Summary, prompt: Callable[[], str]) -> Summary:
     """The model's summary, under the extractive one's head (project, size, period); the extractive one
     when there is no model or its answer is unusable. Both are redacted like every stored field."""
     from cems_cli.text.redact import sanitize_for_storage

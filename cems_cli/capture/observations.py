@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cems_cli import defaults
 from cems_cli.capture.error_lines import ERROR_CHARS, error_line
 from cems_cli.capture.extract import (
     DENIED_RULE,
@@ -37,10 +38,7 @@ from cems_cli.project import project_for_dir
 from cems_cli.text.redact import redact_secrets, strip_private
 
 SOURCE = "observer"
-# Sessions started by CEMS itself (an extraction request that reaches a Claude Code based endpoint, a tool
-# that runs `claude -p` for CEMS) carry this marker in their first prompt; the observer ignores any
-# transcript that contains it in a user prompt, so CEMS never learns from its own LLM calls.
-NO_OBSERVE_MARKER = "<cems:no-observe/>"
+NO_OBSERVE_MARKER = defaults.NO_OBSERVE_MARKER
 STATE_VERSION = 2
 # The session's `context` memory is always the deterministic record (capture/sessions.py); the model adds
 # the categories that need understanding.

@@ -43,7 +43,8 @@ from cems_cli.store import observer as store
 from cems_cli.store.observer import FileRow
 
 if TYPE_CHECKING:
-    from cems_cli.llm import LLMClient
+    from cems_cli.config import Settings
+    from cems_cli.llm import JsonChat
     from cems_cli.service import MemoryService
     from cems_cli.store.records import NewMemory
 
@@ -82,19 +83,15 @@ class RunReport:
         return asdict(self)
 
 
-def llm_for(
-    settings: ObserverSettings,
-    base_url: str | None,
-    api_key: str | None,
-    model: str,
-) -> LLMClient | None:
-    """The extraction client, or None for deterministic digests (no LLM configured, or turned off)."""
-    if not settings.observer_llm:
+def llm_for(observer_settings: ObserverSettings, settings: Settings) -> JsonChat | None:
+    """The extraction client (llm.background_client: the configured endpoint, or the user's Claude Code CLI),
+    or None for deterministic digests (no LLM configured, or CEMS_OBSERVER_LLM=false)."""
+    if not observer_settings.observer_llm:
         return None
-    from cems_cli.llm import client_from_settings
+    from cems_cli.llm import background_client
 
-    return client_from_settings(
-        base_url, api_key, settings.observer_llm_model or model, settings.observer_llm_timeout
+    return background_client(
+        settings, observer_settings.observer_llm_model, observer_settings.observer_llm_timeout
     )
 
 
@@ -103,7 +100,7 @@ class Observer:
         self,
         service: MemoryService,
         settings: ObserverSettings,
-        llm: LLMClient | None = None,
+        llm: JsonChat | None = None,
         *,
         stop: threading.Event | None = None,
         wall_clock: Callable[[], float] = time.time,

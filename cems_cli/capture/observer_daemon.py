@@ -146,11 +146,7 @@ def run(
     maintenance = PeriodicMaintenance(settings, 0 if once else observer_settings.observer_maintain_seconds)
     try:
         with _stop_on_signals(stop):
-            llm = (
-                llm_for(observer_settings, settings.llm_base_url, settings.llm_api_key, settings.llm_model)
-                if settings.llm_configured
-                else None
-            )
+            llm = llm_for(observer_settings, service.live_settings())
             observer = Observer(service, observer_settings, llm, stop=stop)
             log.info(
                 "observer: pid %d watching %s (%s)",
@@ -357,13 +353,8 @@ def status(settings: Settings, observer_settings: ObserverSettings) -> dict[str,
         observer_settings = observer_settings.model_copy(
             update={"observer_idle_seconds": running["idle_seconds"]}
         )
-    llm = (
-        llm_for(observer_settings, settings.llm_base_url, settings.llm_api_key, settings.llm_model)
-        if settings.llm_configured
-        else None
-    )
     with MemoryService(settings) as service:
-        observer = Observer(service, observer_settings, llm)
+        observer = Observer(service, observer_settings, llm_for(observer_settings, service.live_settings()))
         if running is not None:
             # Report on what the daemon watches; this shell's CEMS_OBSERVER_PATHS may differ.
             observer.roots = [Path(root) for root in running["roots"]]

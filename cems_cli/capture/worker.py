@@ -135,8 +135,7 @@ class _Worker:
             from cems_cli.capture.observer_settings import load_observer_settings
 
             observer_settings = load_observer_settings()
-            s = self.settings
-            llm = llm_for(observer_settings, s.llm_base_url, s.llm_api_key, s.llm_model)
+            llm = llm_for(observer_settings, self.service.live_settings())
             self._observer = Observer(self.service, observer_settings, llm, source=TURN_SOURCE)
         return self._observer
 

@@ -255,7 +255,7 @@ def _observer(service: MemoryService, settings: Settings, clock: _Clock) -> Obse
     from cems_cli.capture.observer_settings import load_observer_settings
 
     observer_settings = load_observer_settings()  # CEMS_OBSERVER_* as `_environment` set them
-    llm = llm_for(observer_settings, settings.llm_base_url, settings.llm_api_key, settings.llm_model)
+    llm = llm_for(observer_settings, settings)
     return Observer(service, observer_settings, llm, wall_clock=clock)
 
 

@@ -57,9 +57,8 @@ def hostile_repo(tmp_path: Path) -> tuple[Path, Path]:
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CEMS_", "PYTHON"))}
-    env.update(
-        CEMS_HOME=str(home), CEMS_USER=f"user-{uuid.uuid4().hex[:10]}", CEMS_PROJECT="project:acme/api", **extra
-    )
+    user = f"user-{uuid.uuid4().hex[:10]}"
+    env.update(CEMS_HOME=str(home), CEMS_USER=user, CEMS_PROJECT="project:acme/api", **extra)
     return env
 
 
@@ -141,7 +140,8 @@ def _wait_for_worker(home: Path) -> None:
     def done() -> bool:
         try:
             with sqlite3.connect(home / "spool.db") as conn:
-                return conn.execute("SELECT count(*) FROM turns WHERE processed_at IS NULL").fetchone()[0] == 0
+                pending = conn.execute("SELECT count(*) FROM turns WHERE processed_at IS NULL").fetchone()
+            return pending[0] == 0
         except sqlite3.Error:
             return False
 
@@ -150,7 +150,9 @@ def _wait_for_worker(home: Path) -> None:
 
 def test_cems_mcp_imports_nothing_from_the_repository(cems_home, hostile_repo):
     repo, marker = hostile_repo
-    params = StdioServerParameters(command=str(BIN / "cems"), args=["mcp"], env=_env(cems_home), cwd=str(repo))
+    params = StdioServerParameters(
+        command=str(BIN / "cems"), args=["mcp"], env=_env(cems_home), cwd=str(repo)
+    )
 
     async def main() -> tuple[bool, bool]:
         with open(os.devnull, "w") as errlog:
@@ -180,7 +182,8 @@ def test_the_observer_daemon_runs_outside_the_repository(cems_home, hostile_repo
         time.sleep(1.0)  # a poll or two of the folder it watches
         assert _imported(marker) == ""
     finally:
-        subprocess.run([str(BIN / "cems"), "observe", "stop"], env=env, cwd=repo, capture_output=True, timeout=60)
+        stop = [str(BIN / "cems"), "observe", "stop"]
+        subprocess.run(stop, env=env, cwd=repo, capture_output=True, timeout=60)
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -197,8 +200,9 @@ def test_a_child_inherits_no_descriptor_and_no_python_variables(tmp_path, monkey
     probe.mkdir()
     (probe / "cems_probe_child.py").write_text(
         "import json, os, sys\n"
-        f"json.dump({{'fds': sorted(int(f) for f in os.listdir('/proc/self/fd')), 'cwd': os.getcwd(),"
-        f" 'path': sys.path, 'env': [k for k in os.environ if k.startswith('PYTHON')]}}, open({str(out)!r}, 'w'))\n"
+        "seen = {'fds': sorted(int(f) for f in os.listdir('/proc/self/fd')), 'cwd': os.getcwd(),\n"
+        "        'path': sys.path, 'env': [k for k in os.environ if k.startswith('PYTHON')]}\n"
+        f"json.dump(seen, open({str(out)!r}, 'w'))\n"
     )
     opened = os.open(os.devnull, os.O_RDONLY)
     leaked = os.dup2(opened, 77, inheritable=True)  # well above what the child itself opens

@@ -13,8 +13,9 @@ What the model answers, per agent request (one that offers tools):
 * then the default rule: a tool_result in the last user message → ``final_text``; a Bash tool offered
   and ``command`` set → one Bash call running ``command``; otherwise ``side_text``.
 
-Requests without tools (the client's side queries: session titles and the like) always get
-``side_text``, so they never consume the script. Answers stream as server-sent events when the request
+Requests without tools (the client's side queries: session titles and the like, and every request of a
+``--tools ""`` run) get ``side_responder(body)`` when set, else ``side_text``; they never consume the
+script. Answers stream as server-sent events when the request
 asks for ``stream`` (the CLI always does), else come back as one JSON message.
 """
 
@@ -66,6 +67,7 @@ class FakeAnthropic(ScriptedServer):
         self.final_text = final_text
         self.side_text = side_text
         self.responder: Callable[[dict[str, Any]], Turn] | None = None
+        self.side_responder: Callable[[dict[str, Any]], str] | None = None
         self._turns: collections.deque[Turn] = collections.deque()
         self._ids = itertools.count(1)
 
@@ -96,7 +98,7 @@ class FakeAnthropic(ScriptedServer):
 
     def _turn_for(self, body: dict[str, Any]) -> Turn:
         if not body.get("tools"):
-            return self.side_text
+            return self.side_responder(body) if self.side_responder is not None else self.side_text
         with self._lock:
             scripted = self._turns.popleft() if self._turns else None
         if scripted is not None:
