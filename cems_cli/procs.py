@@ -31,6 +31,7 @@ TYPE_CHECKING = False  # `typing` costs milliseconds in a hook; annotations are 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from subprocess import CompletedProcess
+    from typing import Any
 
 # Where every child starts: a folder that exists everywhere and belongs to no repository.
 NEUTRAL_CWD = "/"
@@ -123,7 +124,7 @@ def run(
     timeout. Raises OSError when the program cannot start and subprocess.TimeoutExpired on a timeout."""
     import subprocess
 
-    kwargs: dict[str, object] = {}
+    kwargs: dict[str, Any] = {}
     if user is not None:
         kwargs = {"user": user, "group": user, "extra_groups": []}
     if not new_session:
@@ -138,7 +139,7 @@ def run(
             env=dict(env) if env is not None else child_env(),
             close_fds=True,
             check=False,
-            **kwargs,  # type: ignore[arg-type]
+            **kwargs,
         )
     import signal
 
@@ -152,7 +153,7 @@ def run(
         env=dict(env) if env is not None else child_env(),
         close_fds=True,
         start_new_session=True,
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,
     ) as proc:
         try:
             out, err = proc.communicate(input, timeout=timeout)
