@@ -9,8 +9,9 @@ Pinned memories are never archived, merged away, changed or deleted by any step.
   and so are captured session `context` memories neither updated, found by a search nor injected by prompt
   recall for CEMS_CONTEXT_TTL_DAYS.
 - Consolidation: two live memories of one owner, scope, team, category and project whose embeddings are at
-  least SIMILARITY_THRESHOLD alike become one (store/lifecycle.merge); the other is archived, pointing at
-  it. The user's own text survives a captured copy of it.
+  least SIMILARITY_THRESHOLD alike and that state the same values (same_fact) become one
+  (store/lifecycle.merge); the other is archived, pointing at it, and `cems restore` undoes it. The user's
+  own text survives a captured copy of it.
 - Pruning: memories archived more than CEMS_ARCHIVE_GRACE_DAYS ago are deleted with their chunks.
 - Summaries: each project's groups of alike memories and the project itself are summarised again where
   their memories changed (cems_cli/summaries.py; CEMS_SUMMARIES=false leaves them out).
@@ -57,6 +58,12 @@ class MaintenanceBusy(RuntimeError):
 class MergeGroup:
     kept: str
     merged: list[str]
+    kept_text: str = ""
+    merged_texts: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kept": self.kept, "merged": list(self.merged), "kept_text": self.kept_text,
+                "merged_texts": list(self.merged_texts)}
 
 
 @dataclass
@@ -75,7 +82,7 @@ class MaintenanceReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "dry_run": self.dry_run,
-            "consolidated": [{"kept": g.kept, "merged": list(g.merged)} for g in self.consolidated],
+            "consolidated": [group.to_json() for group in self.consolidated],
             "expired": self.expired,
             "pruned": self.pruned,
             **({"summaries": self.summaries.to_json()} if self.summaries is not None else {}),
@@ -96,6 +103,16 @@ def survivor_rank(candidate: Candidate) -> tuple[bool, bool, float, Any, Any, st
         candidate.created_at,
         candidate.id,
     )
+
+
+def same_fact(a: str, b: str, cosine: float, threshold: float = SIMILARITY_THRESHOLD) -> bool:
+    """Whether two memories `cosine` alike say the same thing: alike enough, and stating the same values
+    (text/values.py). Embeddings put "Staging runs Kubernetes 1.29" and "Production runs Kubernetes 1.27"
+    0.95 apart: by cosine alone, consolidation merged 99 of the 416 near misses of
+    tests/fixtures/consolidation_pairs.json (one value changed) and the observer ran it daily."""
+    from cems_cli.text.values import same_values
+
+    return cosine >= threshold and same_values(a, b)
 
 
 def mergeable(a: Candidate, b: Candidate) -> bool:
@@ -141,7 +158,14 @@ def consolidate(
     if not scored:
         return []
     found = lifecycle.candidates(conn, user, [i for a, b, _ in scored for i in (a, b)], lock=not dry_run)
-    pairs = [(a, b) for a, b, _ in scored if a in found and b in found and mergeable(found[a], found[b])]
+    # Alike is not the same: two memories one value apart (a version, a port, an environment, a person, a
+    # negation) are two facts, and merging them loses one.
+    pairs = [
+        (a, b) for a, b, cosine in scored
+        if a in found and b in found and mergeable(found[a], found[b])
+        and not lifecycle.kept_apart(found[a], found[b])
+        and same_fact(found[a].content, found[b].content, cosine, threshold)
+    ]
     # The pairs come from first chunks; memories of several chunks must match part for part.
     long = [(a, b) for a, b in pairs if found[a].chunks > 1 or found[b].chunks > 1]
     if long:
@@ -156,7 +180,10 @@ def consolidate(
     if not dry_run:
         for kept, merged in groups:
             lifecycle.merge(conn, kept, merged)
-    return [MergeGroup(kept.id, [m.id for m in merged]) for kept, merged in groups]
+    return [
+        MergeGroup(kept.id, [m.id for m in merged], kept.content, [m.content for m in merged])
+        for kept, merged in groups
+    ]
 
 
 def run_maintenance(

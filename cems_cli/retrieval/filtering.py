@@ -7,6 +7,7 @@ from typing import Any
 
 from cems_cli import defaults
 from cems_cli.retrieval.types import Candidate
+from cems_cli.text.values import same_values
 
 DEFAULT_RELEVANCE_THRESHOLD = defaults.RELEVANCE_THRESHOLD
 DEFAULT_DUPLICATE_COSINE = 0.92
@@ -55,8 +56,10 @@ def _unit_rows(candidates: Sequence[Candidate]) -> tuple[Any, list[int]]:
 def semantic_dedup(
     candidates: Sequence[Candidate], threshold: float = DEFAULT_DUPLICATE_COSINE
 ) -> list[Candidate]:
-    """Drop near-duplicates: of two candidates whose embeddings have cosine ≥ `threshold`, keep the higher
-    score (the earlier one on a tie). Candidates without an embedding are always kept.
+    """Drop near-duplicates: of two candidates whose embeddings have cosine ≥ `threshold` and whose texts
+    state the same values (text/values.py: "Staging runs Kubernetes 1.29" is no duplicate of "Production
+    runs Kubernetes 1.27"), keep the higher score (the earlier one on a tie). Candidates without an
+    embedding are always kept.
 
     Returns the survivors in their input order; each keeper lists what it absorbed in explain["dedup"].
     """
@@ -69,7 +72,11 @@ def semantic_dedup(
     kept_rows: list[int] = []
     dropped: set[int] = set()
     for row in order:
-        keeper = next((k for k in kept_rows if similarity[row, k] >= threshold), None)
+        keeper = next(
+            (k for k in kept_rows if similarity[row, k] >= threshold
+             and same_values(candidates[positions[row]].content, candidates[positions[k]].content)),
+            None,
+        )
         if keeper is None:
             kept_rows.append(row)
             continue

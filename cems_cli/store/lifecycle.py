@@ -7,7 +7,7 @@ memory. The orchestration (which memory survives a merge, one transaction per st
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -52,6 +52,7 @@ class Candidate:
     """A memory taking part in a merge, with what deciding and merging need."""
 
     id: str
+    content: str
     category: str
     pinned: bool
     priority: float
@@ -178,8 +179,8 @@ def candidates(
         return {}
     # FOR UPDATE re-evaluates the filter on the latest committed version of a row that changed meanwhile.
     rows = conn.execute(
-        "SELECT d.id, d.category, d.pinned, d.priority, d.access_count, d.last_accessed, d.last_recalled, "
-        "d.created_at, d.expires_at, "
+        "SELECT d.id, d.content, d.category, d.pinned, d.priority, d.access_count, d.last_accessed, "
+        "d.last_recalled, d.created_at, d.expires_at, "
         "d.title, d.tags, d.source, d.source_ref, d.merged_from, "
         "(SELECT count(*) FROM memory_chunks c WHERE c.document_id = d.id) "
         f"FROM memory_documents d WHERE d.id = ANY(%(ids)s::uuid[]) AND {_MERGEABLE.format(a='d')} "
@@ -189,20 +190,21 @@ def candidates(
     return {
         str(r[0]): Candidate(
             id=str(r[0]),
-            category=r[1],
-            pinned=bool(r[2]),
-            priority=float(r[3]),
-            access_count=int(r[4]),
-            last_accessed=r[5],
-            last_recalled=r[6],
-            created_at=r[7],
-            expires_at=r[8],
-            title=r[9],
-            tags=list(r[10] or []),
-            source=r[11],
-            source_ref=r[12],
-            merged_from=list(r[13] or []),
-            chunks=int(r[14]),
+            content=r[1],
+            category=r[2],
+            pinned=bool(r[3]),
+            priority=float(r[4]),
+            access_count=int(r[5]),
+            last_accessed=r[6],
+            last_recalled=r[7],
+            created_at=r[8],
+            expires_at=r[9],
+            title=r[10],
+            tags=list(r[11] or []),
+            source=r[12],
+            source_ref=r[13],
+            merged_from=list(r[14] or []),
+            chunks=int(r[15]),
         )
         for r in rows
     }
@@ -213,46 +215,158 @@ def merge(conn: psycopg.Connection, kept: Candidate, merged: Sequence[Candidate]
     category; it takes the higher priority, the union of tags, the sum of accesses, the latest access and
     recall (the expiry of captured context reads them, and the survivor now stands for the merged), the later
     expiry (none if either has none), a title or provenance it lacked, and records every merged memory's
-    provenance (and what had been merged into those) in merged_from. A pinned survivor is left exactly as
-    it is."""
+    provenance (and what had been merged into those) in merged_from, with what that memory changed on the
+    survivor ("undo"), which `restore` takes back. A pinned survivor is left exactly as it is."""
     if not merged:
         return
     if not kept.pinned:
+        state: dict[str, Any] = {field: getattr(kept, field) for field in _FOLDED}
         tags = list(kept.tags)
-        for other in merged:
-            tags += [tag for tag in other.tags if tag not in tags]
-        everyone = [kept, *merged]
-        expiries = [m.expires_at for m in everyone]
-        accessed = [m.last_accessed for m in everyone if m.last_accessed is not None]
-        recalled = [m.last_recalled for m in everyone if m.last_recalled is not None]
-        first_ref = next((m for m in merged if m.source_ref is not None), None)
+        access_count = kept.access_count
         history = list(kept.merged_from)
-        for other in merged:
-            history += [other.provenance(), *other.merged_from]
+        for other in merged:  # one at a time, so that each one's changes are its own to undo
+            before = dict(state)
+            state["priority"] = max(state["priority"], other.priority)
+            for field in ("last_accessed", "last_recalled"):
+                known = [v for v in (state[field], getattr(other, field)) if v is not None]
+                state[field] = max(known) if known else None
+            if state["expires_at"] is not None:
+                state["expires_at"] = None if other.expires_at is None else max(state["expires_at"],
+                                                                                 other.expires_at)
+            for field in ("title", "source", "source_ref"):
+                state[field] = state[field] if state[field] is not None else getattr(other, field)
+            added = [tag for tag in other.tags if tag not in tags]
+            tags += added
+            access_count += other.access_count
+            changed = {
+                f: [_jsonable(before[f]), _jsonable(state[f])] for f in _FOLDED if before[f] != state[f]
+            }
+            undo = {"changed": changed, "tags_added": added, "access_added": other.access_count}
+            history += [{**other.provenance(), "undo": undo}, *other.merged_from]
         conn.execute(
             "UPDATE memory_documents SET priority = %s, tags = %s, access_count = %s, last_accessed = %s, "
-            "last_recalled = %s, expires_at = %s, title = coalesce(title, %s), "
-            "source = coalesce(source, %s), source_ref = coalesce(source_ref, %s), merged_from = %s, "
-            "updated_at = now() WHERE id = %s",
-            (
-                max(m.priority for m in everyone),
-                tags,
-                sum(m.access_count for m in everyone),
-                max(accessed) if accessed else None,
-                max(recalled) if recalled else None,
-                None if any(e is None for e in expiries) else max(e for e in expiries if e is not None),
-                next((m.title for m in merged if m.title), None),
-                next((m.source for m in merged if m.source), None),
-                first_ref.source_ref if first_ref else None,
-                Jsonb(history),
-                kept.id,
-            ),
+            "last_recalled = %s, expires_at = %s, title = %s, source = %s, source_ref = %s, "
+            "merged_from = %s, updated_at = now() WHERE id = %s",
+            (state["priority"], tags, access_count, state["last_accessed"], state["last_recalled"],
+             state["expires_at"], state["title"], state["source"], state["source_ref"], Jsonb(history),
+             kept.id),
         )
     conn.execute(
         "UPDATE memory_documents SET archived = true, merged_into = %s, updated_at = now() "
         "WHERE id = ANY(%s::uuid[]) AND NOT archived AND NOT pinned",
         (kept.id, [m.id for m in merged]),
     )
+
+
+# The survivor's fields a merge may change (besides tags, access_count and merged_from).
+_FOLDED = ("priority", "last_accessed", "last_recalled", "expires_at", "title", "source", "source_ref")
+
+
+def _jsonable(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def kept_apart(a: Candidate, b: Candidate) -> bool:
+    """Whether the user restored one of the two after it had been merged into the other (or into a memory
+    the other absorbed since): a pair `cems restore` separated is never merged again."""
+    return any(entry.get("restored") and entry.get("id") in (a.id, b.id)
+               for entry in (*a.merged_from, *b.merged_from))
+
+
+@dataclass
+class Restored:
+    id: str
+    category: str
+    merged_into: str | None = None  # the memory it had been merged into
+    undone: list[str] = field(default_factory=list)  # what the merge had changed there and was taken back
+    expiry_cleared: bool = False  # it had expired: its expiry is gone, or it would stay hidden
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "merged_into": self.merged_into, "undone": list(self.undone),
+                "expiry_cleared": self.expiry_cleared}
+
+
+class RestoreError(ValueError):
+    """The memory cannot be restored (not archived, or its text is live again in another memory)."""
+
+
+def restore(conn: psycopg.Connection, user: str, memory_id: str) -> Restored | None:
+    """Bring back one of the user's archived memories (merged, expired or forgotten), inside the caller's
+    transaction. A merged one is taken out of the memory it was merged into: what the merge changed there
+    is set back where nothing changed it since (the priority, an expiry, a title or provenance it took, the
+    tags it added, the accesses it brought), and its entry there is marked restored, so consolidation never
+    merges the two again. An expired one loses its expiry. None when `user` has no memory of that id."""
+    row = conn.execute(
+        "SELECT id, archived, merged_into, category, scope, coalesce(team_id, ''), content_hash, "
+        "expires_at <= now(), merged_from FROM memory_documents WHERE id = %s AND user_id = %s FOR UPDATE",
+        (memory_id, user),
+    ).fetchone()
+    if row is None:
+        return None
+    _, archived, merged_into, category, scope, team, content_hash, expired, own_history = row
+    if not archived:
+        raise RestoreError(f"memory {memory_id} is not archived: nothing to restore")
+    twin = conn.execute(
+        "SELECT id FROM memory_documents WHERE user_id = %s AND scope = %s AND coalesce(team_id, '') = %s "
+        "AND content_hash = %s AND NOT archived",
+        (user, scope, team, content_hash),
+    ).fetchone()
+    if twin is not None:
+        raise RestoreError(f"memory {twin[0]} holds the same text and is live: nothing to restore")
+    result = Restored(str(memory_id), category, str(merged_into) if merged_into else None,
+                      expiry_cleared=bool(expired))
+    if merged_into is not None:
+        result.undone = _undo_merge(conn, user, str(merged_into), str(memory_id), list(own_history or []))
+    conn.execute(
+        "UPDATE memory_documents SET archived = false, merged_into = NULL, updated_at = now(), "
+        "expires_at = CASE WHEN expires_at <= now() THEN NULL ELSE expires_at END WHERE id = %s",
+        (memory_id,),
+    )
+    return result
+
+
+def _undo_merge(
+    conn: psycopg.Connection, user: str, kept_id: str, memory_id: str, own_history: list[dict[str, Any]]
+) -> list[str]:
+    row = conn.execute(
+        f"SELECT tags, access_count, merged_from, {', '.join(_FOLDED)} FROM memory_documents "
+        "WHERE id = %s AND user_id = %s FOR UPDATE",
+        (kept_id, user),
+    ).fetchone()
+    if row is None:  # pruned or purged since: nothing left to set back
+        return []
+    tags, access_count, history = list(row[0] or []), int(row[1]), list(row[2] or [])
+    current = dict(zip(_FOLDED, row[3:], strict=True))
+    entry = next((e for e in history if e.get("id") == memory_id and not e.get("restored")), None)
+    if entry is None:
+        return []
+    undo = entry.get("undo") or {}
+    undone: list[str] = []
+    updates: dict[str, Any] = {}
+    for name, (before, after) in (undo.get("changed") or {}).items():
+        if name in current and _jsonable(current[name]) == after:  # else something changed it since
+            updates[name] = before
+            undone.append(name)
+    removed = [tag for tag in undo.get("tags_added") or [] if tag in tags]
+    if removed:
+        updates["tags"] = [tag for tag in tags if tag not in removed]
+        undone.append("tags")
+    if undo.get("access_added"):
+        updates["access_count"] = max(0, access_count - int(undo["access_added"]))
+        undone.append("access_count")
+    # Its entry stays, marked restored (the two are kept apart from now on); the history it brought along
+    # is its own again (those memories still point at it).
+    brought = {e.get("id") for e in own_history}
+    updates["merged_from"] = Jsonb([
+        {"id": memory_id, "restored": True} if e is entry else e
+        for e in history if e is entry or e.get("id") not in brought
+    ])
+    assignments = ", ".join(f"{name} = %({name})s" for name in updates)
+    conn.execute(
+        f"UPDATE memory_documents SET {assignments}, updated_at = now() WHERE id = %(id)s",
+        {**updates, "id": kept_id},
+    )
+    return undone
 
 
 # A captured context memory's last sign of use: recorded, rewritten as its session went on, found by an

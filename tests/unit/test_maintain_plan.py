@@ -16,7 +16,8 @@ def memory(memory_id: str, *, pinned: bool = False, priority: float = 1.0, age_d
            accessed_days_ago: float | None = None, source: str | None = None,
            source_ref: str | None = None, category: str = "general") -> Candidate:
     return Candidate(
-        id=memory_id, category=category, pinned=pinned, priority=priority, access_count=0,
+        id=memory_id, content="Run the unit tests before pushing.",
+        category=category, pinned=pinned, priority=priority, access_count=0,
         last_accessed=None if accessed_days_ago is None else NOW - timedelta(days=accessed_days_ago),
         last_recalled=None, created_at=NOW - timedelta(days=age_days), expires_at=None, title=None, tags=[],
         source=source, source_ref=source_ref, merged_from=[], chunks=1,
@@ -91,9 +92,12 @@ def test_pairs_with_a_memory_no_longer_mergeable_are_ignored():
 
 
 def test_report_json_has_exactly_the_documented_keys():
-    groups = [MergeGroup("k", ["m1", "m2"])]
+    groups = [MergeGroup("k", ["m1", "m2"], "kept text", ["first text", "second text"])]
     report = MaintenanceReport(dry_run=True, consolidated=groups, expired=3, pruned=4)
     assert report.to_json() == {
-        "dry_run": True, "consolidated": [{"kept": "k", "merged": ["m1", "m2"]}], "expired": 3, "pruned": 4,
+        "dry_run": True,
+        "consolidated": [{"kept": "k", "merged": ["m1", "m2"], "kept_text": "kept text",
+                          "merged_texts": ["first text", "second text"]}],
+        "expired": 3, "pruned": 4,
     }
     assert report.merged == 2

@@ -13,8 +13,9 @@ from cems_cli.retrieval.types import Candidate
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
-def cand(doc_id: str, score: float, embedding=None, chunk: int = 0, vector_score: float = 0.0) -> Candidate:
-    return Candidate(document_id=doc_id, chunk_id=f"{doc_id}-c{chunk}", chunk_index=chunk, content=doc_id,
+def cand(doc_id: str, score: float, embedding=None, chunk: int = 0, vector_score: float = 0.0,
+         content: str = "The tests run with pytest.") -> Candidate:
+    return Candidate(document_id=doc_id, chunk_id=f"{doc_id}-c{chunk}", chunk_index=chunk, content=content,
                      category="general", created_at=T0, score=score, embedding=embedding,
                      vector_score=vector_score)
 
@@ -50,6 +51,15 @@ def test_semantic_dedup_threshold_is_inclusive_and_ties_keep_the_first():
     first, second = cand("X", 0.5, [0.6, 0.8]), cand("Y", 0.5, [0.8, 0.6])
     assert ids(semantic_dedup([first, second], threshold=0.96)) == ["X-c0"]
     assert ids(semantic_dedup([first, second], threshold=0.961)) == ["X-c0", "Y-c0"]
+
+
+def test_semantic_dedup_keeps_alike_texts_that_state_other_values():
+    # Embeddings put these 0.95 apart; they are two facts, and a question about staging needs the first.
+    staging = cand("S", 0.8, [0.6, 0.8], content="Staging runs Kubernetes 1.29.")
+    production = cand("P", 0.9, [0.6, 0.8], content="Production runs Kubernetes 1.27.")
+    assert ids(semantic_dedup([staging, production])) == ["S-c0", "P-c0"]
+    reworded = cand("R", 0.7, [0.6, 0.8], content="The staging cluster runs Kubernetes 1.29.")
+    assert ids(semantic_dedup([staging, production, reworded])) == ["S-c0", "P-c0"]
 
 
 def test_semantic_dedup_degenerate_inputs():
