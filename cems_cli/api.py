@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from cems_cli.rules.model import Rule
     from cems_cli.service import MemoryService
     from cems_cli.store.audit import AuditEntry
+    from cems_cli.store.lifecycle import Restored
     from cems_cli.store.records import NewMemory
     from cems_cli.store.teams import TeamRow
 
@@ -326,6 +327,12 @@ class Memory:
 
     def unpin(self, id_or_prefix: str) -> str:
         return self._service.pin(id_or_prefix, unpin=True)
+
+    def restore(self, id_or_prefix: str) -> Restored:
+        """Bring back an archived memory (merged by `maintain`, expired or forgotten); a merge is undone on
+        the memory it went into, and the two are not merged again. UserError for an unknown id."""
+        restored: Restored = self._service.restore(id_or_prefix)
+        return restored
 
     # The store ------------------------------------------------------------------------------------------
     def status(self) -> Status:

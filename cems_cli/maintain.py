@@ -61,9 +61,11 @@ class MergeGroup:
     kept_text: str = ""
     merged_texts: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"kept": self.kept, "merged": list(self.merged), "kept_text": self.kept_text,
-                "merged_texts": list(self.merged_texts)}
+    def to_json(self, texts: bool = True) -> dict[str, Any]:
+        found: dict[str, Any] = {"kept": self.kept, "merged": list(self.merged)}
+        if texts:
+            found.update(kept_text=self.kept_text, merged_texts=list(self.merged_texts))
+        return found
 
 
 @dataclass
@@ -79,10 +81,12 @@ class MaintenanceReport:
     def merged(self) -> int:
         return sum(len(group.merged) for group in self.consolidated)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, texts: bool = True) -> dict[str, Any]:
+        """`texts` false: without the memories' texts (the record of the run kept in the database, which
+        must not keep a copy of a text `cems forget --purge` deletes)."""
         return {
             "dry_run": self.dry_run,
-            "consolidated": [group.to_json() for group in self.consolidated],
+            "consolidated": [group.to_json(texts) for group in self.consolidated],
             "expired": self.expired,
             "pruned": self.pruned,
             **({"summaries": self.summaries.to_json()} if self.summaries is not None else {}),
@@ -236,7 +240,7 @@ def run_maintenance(
             from cems_cli.store.memories import Identity
 
             write_rules_snapshot(conn, Identity(settings.user, settings.team), settings.home)
-        lifecycle.record_run(conn, user, report.to_json())
+        lifecycle.record_run(conn, user, report.to_json(texts=False))
     return report
 
 

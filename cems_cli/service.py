@@ -546,6 +546,28 @@ class MemoryService:
             write_rules_snapshot(self.conn, self.identity, self.settings.home)
         return ids
 
+    def restore(self, id_or_prefix: str) -> Any:
+        """Bring back one of your archived memories: merged by consolidation (what the merge changed on the
+        memory it went into is taken back, and the two are never merged again), expired (its expiry is
+        cleared) or forgotten. Returns store.lifecycle.Restored; UserError for an unknown id or one that
+        cannot be restored."""
+        from cems_cli.store import lifecycle, memories
+
+        memory_id = memories.resolve_ids(self.conn, self.identity, [id_or_prefix])[id_or_prefix]
+        with self.conn.transaction():
+            try:
+                restored = lifecycle.restore(self.conn, self.identity.user, memory_id) if memory_id else None
+            except lifecycle.RestoreError as error:
+                raise UserError(str(error)) from None
+            if restored is None:
+                raise UserError(f"no archived memory of yours with id {id_or_prefix!r}")
+        if restored.category == "rules":
+            # A restored rule applies again at once: the hook reads only the snapshot.
+            from cems_cli.rules.refresh import write_rules_snapshot
+
+            write_rules_snapshot(self.conn, self.identity, self.settings.home)
+        return restored
+
     def pin(
         self,
         id_or_prefix: str,

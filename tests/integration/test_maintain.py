@@ -76,10 +76,14 @@ def snapshot(svc, user: str) -> list[tuple]:
     return [*documents, *chunk_rows]
 
 
-def maintain(cli, *args: str, extra_env: dict[str, str] | None = None) -> dict:
+def maintain(cli, *args: str, extra_env: dict[str, str] | None = None, texts: bool = False) -> dict:
+    """The --json report; without `texts`, each merge as its ids only (what most tests compare)."""
     result = cli("maintain", "--json", *args, extra_env=extra_env)
     assert result.code == 0, result.stderr
-    return result.json()  # stdout is exactly one JSON document
+    report = result.json()  # stdout is exactly one JSON document
+    if not texts:
+        report["consolidated"] = [{"kept": g["kept"], "merged": g["merged"]} for g in report["consolidated"]]
+    return report
 
 
 def search_ids(svc, query: str) -> list[str]:
@@ -490,3 +494,109 @@ def test_an_upgrade_starts_the_grace_period_of_memories_already_archived(svc, tm
             ).fetchone()[0] == 1
     finally:
         svc.conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+def _fixture_pairs() -> list[dict]:
+    import json
+
+    path = Path(__file__).parent.parent / "fixtures" / "consolidation_pairs.json"
+    return json.loads(path.read_text(encoding="utf-8"))["pairs"]
+
+
+def test_memories_one_value_apart_are_never_merged_and_a_paraphrase_is(svc, cli):
+    """The finding: "Staging runs Kubernetes 1.29" and "Production runs Kubernetes 1.27" became one memory.
+    Near misses whose cosine passes the threshold, one pair per fact so that no two pairs are alike."""
+    from cems_cli.maintain import SIMILARITY_THRESHOLD
+
+    pairs = _fixture_pairs()
+    facts: set[str] = set()
+    near: list[dict] = []
+    for pair in sorted(pairs, key=lambda p: -p["cosine"]):
+        fact = pair["a"].split()[1] + pair["a"].split()[-1]  # one pair per fact (facts share no such words)
+        if pair["kind"] == "near_miss" and pair["cosine"] >= SIMILARITY_THRESHOLD and fact not in facts:
+            facts.add(fact)
+            near.append(pair)
+        if len(near) == 5:
+            break
+    staging = next(p for p in pairs if p["b"] == "Production runs Kubernetes 1.29.")
+    near.append(staging)  # the finding's own pair (0.9+ alike), one value apart
+    paraphrase = next(p for p in pairs if p["kind"] == "paraphrase" and p["cosine"] >= 0.95
+                      and p["a"].split()[1] + p["a"].split()[-1] not in facts | {"runs1.29."})
+    ids = {}
+    for pair in [*near, paraphrase]:
+        for text in (pair["a"], pair["b"]):
+            if text not in ids:
+                ids[text] = remember(svc, text, project="project:acme/api", source="manual")
+
+    dry = cli("maintain", "--dry-run")
+    assert dry.code == 0, dry.stderr
+    # The dry run shows both texts of the merge it would do, and no other.
+    assert paraphrase["a"] in dry.stdout and paraphrase["b"] in dry.stdout
+    assert "Kubernetes" not in dry.stdout
+
+    report = maintain(cli, texts=True)
+    assert len(report["consolidated"]) == 1
+    group = report["consolidated"][0]
+    assert {group["kept"], *group["merged"]} == {ids[paraphrase["a"]], ids[paraphrase["b"]]}
+    assert {group["kept_text"], *group["merged_texts"]} == {paraphrase["a"], paraphrase["b"]}
+    for pair in near:
+        assert row(svc, ids[pair["a"]])["archived"] is False and row(svc, ids[pair["b"]])["archived"] is False
+    # The record of the run keeps no copy of the texts (a purge must leave none).
+    stored = svc.conn.execute(
+        "SELECT report::text FROM maintenance_runs WHERE user_id = %s", (svc.settings.user,)
+    ).fetchone()[0]
+    assert paraphrase["a"] not in stored and paraphrase["b"] not in stored
+
+
+def test_restore_undoes_a_merge_and_the_two_are_not_merged_again(svc, cli):
+    kept = remember(svc, TESTS_A, project="project:acme/api", source="manual", tags="testing")
+    merged = remember(svc, TESTS_B, project="project:acme/api:session:5e1f:L12", source="observer",
+                      tags="ci,testing", title="Tests before pushing")
+    set_columns(svc, kept, "priority = 1.2, access_count = 3")
+    set_columns(svc, merged, "priority = 1.7, access_count = 5, expires_at = now() + interval '30 days'")
+    before = row(svc, kept)
+
+    assert maintain(cli)["consolidated"] == [{"kept": kept, "merged": [merged]}]
+    after_merge = row(svc, kept)
+    assert after_merge["priority"] == pytest.approx(1.7) and after_merge["title"] == "Tests before pushing"
+    assert after_merge["tags"] == ["testing", "ci"] and after_merge["access_count"] == 8
+
+    result = cli("restore", merged[:8], "--json")
+    assert result.code == 0, result.stderr
+    restored = result.json()
+    assert restored["id"] == merged and restored["merged_into"] == kept
+    assert set(restored["undone"]) == {"priority", "title", "tags", "access_count"}
+    back = row(svc, merged)
+    assert back["archived"] is False and back["merged_into"] is None and back["archived_at"] is None
+    survivor = row(svc, kept)
+    for column in ("priority", "title", "tags", "access_count", "expires_at", "source", "source_ref"):
+        assert survivor[column] == before[column], column
+    assert survivor["merged_from"] == [{"id": merged, "restored": True}]
+    assert merged in [m.id for m in svc.list(limit=100)]
+
+    # The observer's next run must not merge them again.
+    assert maintain(cli)["consolidated"] == []
+    assert row(svc, merged)["archived"] is False
+
+
+def test_restore_brings_back_an_expired_memory(svc, cli):
+    expired = remember(svc, BILLING, expires_at=datetime.now(UTC) - timedelta(hours=1))
+    assert maintain(cli)["expired"] == 1
+    assert row(svc, expired)["archived"] is True
+
+    result = cli("restore", expired)
+    assert result.code == 0, result.stderr
+    assert f"Restored {expired}" in result.stdout and "expiry" in result.stdout
+    back = row(svc, expired)
+    assert back["archived"] is False and back["expires_at"] is None
+    assert expired in search_ids(svc, "where are invoices stored billing service")
+    assert maintain(cli)["expired"] == 0
+
+
+def test_restore_refuses_an_unknown_or_live_memory_in_one_line(svc, cli):
+    live = remember(svc, MAKEFILE)
+    for given, said in (("0123abcd", "no archived memory of yours"), (live, "not archived")):
+        result = cli("restore", given)
+        assert result.code != 0
+        assert said in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert row(svc, live)["archived"] is False
