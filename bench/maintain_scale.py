@@ -69,8 +69,12 @@ def main() -> int:
                                  embedding_backend="local", embedding_model=None, embedding_dim=DIM)
         svc = MemoryService(settings)
         for user, noise in (("bench", 0), ("neighbour", 1)):
+            # A planted copy says what its source says (consolidation merges only texts of the same
+            # values): the source's text, one word added.
+            texts = [f"{user} memory {i}" for i in range(len(base))]
+            texts += [f"{user} memory {int(j)} copy" for j in sources]
             docs = [store.DocumentRow(uuid.uuid4(), NewMemory(
-                        content=f"{user} memory {i}", source="bench",
+                        content=texts[i], source="bench",
                         expires_at=past if i < EXPIRED and not noise else None), f"{user}-{i}", None)
                     for i in range(args.memories)]
             shifted = vectors if not noise else np.roll(vectors, 1, axis=1)
