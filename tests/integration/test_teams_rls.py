@@ -392,6 +392,13 @@ def test_maintenance_and_purge_work_as_an_application_role(world):
                       team=world.red)["id"]
     report = world.ok(world.alice, "maintain", team=world.red)
     assert report["dry_run"] is False
+    # The two wordings of one fact were merged; only their owner can bring the merged one back.
+    [group] = report["consolidated"]
+    assert "no archived memory of yours" in world.refused(world.bob, "restore", group["merged"][0],
+                                                          team=world.red)
+    restored = world.ok(world.alice, "restore", group["merged"][0], team=world.red)
+    assert restored["merged_into"] == group["kept"]
+    assert world.ok(world.alice, "maintain", team=world.red)["consolidated"] == []
     assert world.ok(world.alice, "forget", "--purge", shared, team=world.red)
     gone = world.admin.execute("SELECT count(*) FROM memory_documents WHERE id = %s", (shared,)).fetchone()
     assert gone == (0,)
