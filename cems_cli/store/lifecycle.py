@@ -266,11 +266,34 @@ def _jsonable(value: Any) -> Any:
     return value.isoformat() if isinstance(value, datetime) else value
 
 
+def _same(value: Any, recorded: Any) -> bool:
+    """A column's value against one recorded by `_jsonable` (a time as an instant: the offset it was written
+    with depends on the session's time zone)."""
+    if isinstance(value, datetime) and isinstance(recorded, str):
+        try:
+            return value == datetime.fromisoformat(recorded)
+        except ValueError:
+            return False
+    return bool(value == recorded)
+
+
 def kept_apart(a: Candidate, b: Candidate) -> bool:
-    """Whether the user restored one of the two after it had been merged into the other (or into a memory
-    the other absorbed since): a pair `cems restore` separated is never merged again."""
-    return any(entry.get("restored") and entry.get("id") in (a.id, b.id)
-               for entry in (*a.merged_from, *b.merged_from))
+    """Whether the user restored one of the two after it had been merged into the other, or into a memory
+    the other absorbed since: a pair `cems restore` separated is never merged again. Both ends say so: the
+    survivor's entry of the restored memory is marked restored, and the restored memory names the
+    survivor (`kept_apart_from`), which also holds when the survivor was pinned (left as it was) or has
+    itself been merged into another memory since."""
+    def absorbed(memory: Candidate) -> set[str]:
+        return {memory.id, *(str(e["id"]) for e in memory.merged_from if e.get("id"))}
+
+    def apart(x: Candidate, y: Candidate) -> bool:
+        targets = absorbed(y)
+        return any(
+            (entry.get("restored") and entry.get("id") == y.id) or entry.get("kept_apart_from") in targets
+            for entry in x.merged_from
+        )
+
+    return apart(a, b) or apart(b, a)
 
 
 @dataclass
@@ -317,10 +340,12 @@ def restore(conn: psycopg.Connection, user: str, memory_id: str) -> Restored | N
                       expiry_cleared=bool(expired))
     if merged_into is not None:
         result.undone = _undo_merge(conn, user, str(merged_into), str(memory_id), list(own_history or []))
+    marks = [{"kept_apart_from": result.merged_into}] if result.merged_into else []
     conn.execute(
         "UPDATE memory_documents SET archived = false, merged_into = NULL, updated_at = now(), "
+        "merged_from = merged_from || %s, "
         "expires_at = CASE WHEN expires_at <= now() THEN NULL ELSE expires_at END WHERE id = %s",
-        (memory_id,),
+        (Jsonb(marks), memory_id),
     )
     return result
 
@@ -344,7 +369,7 @@ def _undo_merge(
     undone: list[str] = []
     updates: dict[str, Any] = {}
     for name, (before, after) in (undo.get("changed") or {}).items():
-        if name in current and _jsonable(current[name]) == after:  # else something changed it since
+        if name in current and _same(current[name], after):  # else something changed it since
             updates[name] = before
             undone.append(name)
     removed = [tag for tag in undo.get("tags_added") or [] if tag in tags]

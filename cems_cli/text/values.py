@@ -200,7 +200,7 @@ def _term(token: str) -> bool:
     return len(token) > 5 and token.isupper() and token.isalpha()  # LOGLEVEL-like constants
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=512)  # a memory takes part in several pairs; the texts may be long, so few are kept
 def extract(text: str) -> Values:
     """The values `text` states (see the module's docstring)."""
     terms: set[str] = {" ".join(span.split()) for span in _CODE_SPAN.findall(text)}

@@ -572,11 +572,27 @@ def test_restore_undoes_a_merge_and_the_two_are_not_merged_again(svc, cli):
     for column in ("priority", "title", "tags", "access_count", "expires_at", "source", "source_ref"):
         assert survivor[column] == before[column], column
     assert survivor["merged_from"] == [{"id": merged, "restored": True}]
+    assert back["merged_from"] == [{"kept_apart_from": kept}]
     assert merged in [m.id for m in svc.list(limit=100)]
 
     # The observer's next run must not merge them again.
     assert maintain(cli)["consolidated"] == []
     assert row(svc, merged)["archived"] is False
+
+
+def test_a_memory_restored_out_of_a_pinned_one_stays_apart(svc, cli):
+    pinned = remember(svc, TESTS_A, pin=True)
+    duplicate = remember(svc, TESTS_B)
+    before = row(svc, pinned)
+    assert maintain(cli)["consolidated"] == [{"kept": pinned, "merged": [duplicate]}]
+    assert cli("restore", duplicate).code == 0
+    assert row(svc, pinned) == before  # a pinned memory is left exactly as it is, by the merge and after
+    assert maintain(cli)["consolidated"] == []
+    # A third wording merges into the pinned one; the restored memory stays apart from both.
+    third = remember(svc, TESTS_C)
+    report = maintain(cli)
+    assert report["consolidated"] == [{"kept": pinned, "merged": [third]}]
+    assert row(svc, duplicate)["archived"] is False
 
 
 def test_restore_brings_back_an_expired_memory(svc, cli):

@@ -7,20 +7,21 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from cems_cli.maintain import MaintenanceReport, MergeGroup, mergeable, plan_merges
-from cems_cli.store.lifecycle import Candidate, project_of
+from cems_cli.store.lifecycle import Candidate, kept_apart, project_of
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def memory(memory_id: str, *, pinned: bool = False, priority: float = 1.0, age_days: float = 10,
            accessed_days_ago: float | None = None, source: str | None = None,
-           source_ref: str | None = None, category: str = "general") -> Candidate:
+           source_ref: str | None = None, category: str = "general",
+           merged_from: list | None = None) -> Candidate:
     return Candidate(
         id=memory_id, content="Run the unit tests before pushing.",
         category=category, pinned=pinned, priority=priority, access_count=0,
         last_accessed=None if accessed_days_ago is None else NOW - timedelta(days=accessed_days_ago),
         last_recalled=None, created_at=NOW - timedelta(days=age_days), expires_at=None, title=None, tags=[],
-        source=source, source_ref=source_ref, merged_from=[], chunks=1,
+        source=source, source_ref=source_ref, merged_from=merged_from or [], chunks=1,
     )
 
 
@@ -101,3 +102,19 @@ def test_report_json_has_exactly_the_documented_keys():
         "expired": 3, "pruned": 4,
     }
     assert report.merged == 2
+
+
+def test_a_pair_restore_separated_is_kept_apart_also_after_later_merges():
+    # m was merged into k and restored: k's entry says so, m names k.
+    k = memory("k", merged_from=[{"id": "m", "restored": True}])
+    m = memory("m", merged_from=[{"kept_apart_from": "k"}])
+    assert kept_apart(k, m) and kept_apart(m, k)
+    # k pinned (left as it was): m's mark alone keeps them apart.
+    assert kept_apart(memory("k", pinned=True), m)
+    # k merged into j since: j carries k's history, and m names k.
+    j = memory("j", merged_from=[{"id": "k"}, {"id": "x"}])
+    assert kept_apart(j, m) and kept_apart(m, j)
+    # A memory that absorbed m (and so its mark) stays apart from k too.
+    assert kept_apart(memory("n", merged_from=[{"id": "m"}, {"kept_apart_from": "k"}]), k)
+    assert not kept_apart(memory("a"), memory("b", merged_from=[{"id": "c"}]))
+    assert not kept_apart(memory("a"), m)
