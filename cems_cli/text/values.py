@@ -114,6 +114,12 @@ _contrast("copy", "shallow", "deep")
 _contrast("size", "smaller|small", "larger|large|bigger|big")
 _contrast("speed", "faster|fast", "slower|slow")
 
+# Every contrast word → (group, value) for each group it belongs to: one lookup per word.
+_CONTRAST_OF: dict[str, list[tuple[str, str]]] = {}
+for _group, _table in _CONTRASTS.items():
+    for _word, _value in _table.items():
+        _CONTRAST_OF.setdefault(_word, []).append((_group, _value))
+
 _NUMBER_WORDS = {
     "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
     "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "fifteen": "15", "twenty": "20",
@@ -143,6 +149,7 @@ _EDGE = "\"'“”‘’()[]{}<>,;:!?*"
 _NUMBER = re.compile(r"^(?:v|version)?(\d+(?:[.,]\d+)*)([a-z%]*)$", re.IGNORECASE)
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2,}[a-z]")
 _ACRONYM = re.compile(r"[A-Z]{2,5}s?")
+_ALNUM = re.compile(r"[^\W_]")
 
 
 @dataclass(frozen=True)
@@ -189,6 +196,10 @@ def _number(value: str, unit: str) -> str:
 
 def _term(token: str) -> bool:
     """An identifier, path, host, flag or the like: the kinds of token a paraphrase copies as they are."""
+    if token.isalpha():  # the common case, first: a plain word is a term only in camelCase or CONSTANT case
+        if _CAMEL.search(token):
+            return not _ACRONYM.fullmatch(token)
+        return len(token) > 5 and token.isupper()
     if any(c in token for c in "/\\@=$#~") or token.startswith("-") or "://" in token:
         return True
     if any(c.isdigit() for c in token) and (any(c.isalpha() for c in token) or any(c in token for c in "-:")):
@@ -216,7 +227,7 @@ def extract(text: str) -> Values:
     sentence_start = True
     skip = -1
     for index, raw in enumerate(tokens):
-        if raw == "\n" or not any(c.isalnum() for c in raw):
+        if raw == "\n" or not _ALNUM.search(raw):
             sentence_start = True  # a line break, a bullet, a dash: what follows starts afresh
             continue
         starts = sentence_start
@@ -255,12 +266,11 @@ def extract(text: str) -> Values:
             if not starts:
                 names.add(_stem(lower))
                 continue
-            if lower not in _OPENERS and not any(lower in table for table in _CONTRASTS.values()):
+            if lower not in _OPENERS and lower not in _CONTRAST_OF:
                 openers.add(_stem(lower))
         for part in parts:
-            for group, table in _CONTRASTS.items():
-                if part in table:
-                    contrasts.setdefault(group, set()).add(table[part])
+            for group, value in _CONTRAST_OF.get(part, ()):
+                contrasts.setdefault(group, set()).add(value)
         # A compound is one word ("acme-analytics" is not "acme" and "analytics", nor is "pytest-xdist").
         word = "".join(parts)
         if word not in _STOP and word.isalpha() and _stem(word) not in _LIGHT:
