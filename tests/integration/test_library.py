@@ -99,6 +99,13 @@ def test_status_maintain_export_and_import(memory, env):
     assert status.to_json()["counts"] == [{"scope": "personal", "category": "decisions", "count": 1}]
     report = memory.maintain(dry_run=True)
     assert report.to_json()["dry_run"] is True
+    # What maintenance (or forgetting) archived, the library brings back; an unknown id is a UserError.
+    [forgotten] = memory.forget(memory.list()[0].id)
+    restored = memory.restore(forgotten[:8])
+    assert (restored.id, restored.merged_into, restored.undone) == (forgotten, None, [])
+    assert [r.id for r in memory.list()] == [forgotten]
+    with pytest.raises(cems.UserError, match="no archived memory of yours"):
+        memory.restore("0123abcd")
 
     lines = [line.encode() for line in memory.export_jsonl()]
     assert len(lines) == 1
