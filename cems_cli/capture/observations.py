@@ -69,13 +69,11 @@ _SLACK = 512  # extra characters redacted past a clip point, so a secret cut in 
 _FAILURE = re.compile(
     r"Traceback \(most recent call last\)|^FAILED |\b\d+ failed\b|^fatal: |^error(?:\[\w+\])?: ", re.M
 )
-_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$")
 _SUBCOMMAND_TOOLS = frozenset(
     "npm yarn pnpm bun cargo go make just task uv poetry git docker kubectl pip alembic terraform helm gh "
     "celery prisma ansible-galaxy".split()
 )
 # Prefixes that change how a command runs, not what it is; launchers that run the project's tools.
-_TRANSPARENT_PREFIXES = frozenset("sudo time nice nohup command exec env timeout".split())
 _LAUNCHERS = frozenset(
     tuple(pair.split(":"))
     for pair in "uv:run poetry:run pipenv:run pdm:run hatch:run rye:run pnpm:exec bundle:exec npm:exec "
@@ -183,10 +181,12 @@ def command_key(command: str) -> str:
     """What identifies a command across retries: the program (and its subcommand for tools like npm or
     git), after `cd …&&` prefixes, environment assignments and launchers (`uv run`, `npx`, `sudo`).
     `pytest -q tests/x.py` → `pytest`; `uv run alembic upgrade head` → `alembic upgrade`."""
-    segment = command.split("&&")[-1].split("|")[0].strip()
-    words = [w for w in segment.split() if not _ENV_ASSIGN.match(w)]
-    while words and words[0].rsplit("/", 1)[-1] in _TRANSPARENT_PREFIXES:
-        words = words[1:]
+    from cems_cli.command.model import capture_commands
+
+    # The last top-level command that is not the tail of a pipeline, wrappers such as `timeout 600` or
+    # `nice -n 10` removed (`cems_cli.command.model`): `cd x && pytest -q | tail` is keyed `pytest`.
+    invocations = [inv for inv in capture_commands(command) if not inv.pipe]
+    words = list(invocations[-1].words) if invocations else []
     if len(words) > 1 and (words[0], words[1]) in _LAUNCHERS:
         words = words[2:]
     elif words and words[0] in _SINGLE_LAUNCHERS:

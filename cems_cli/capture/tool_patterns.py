@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cems_cli.capture.error_lines import error_line, one_line
+from cems_cli.command.model import capture_commands
 
 # --------------------------------------------------------------------------- events
 
@@ -178,8 +179,6 @@ class Segment:
     manager: str = ""  # for kind "install": the package manager
 
 
-_OPERATORS = frozenset("&& || ; & | |& ;; ( )".split())
-_REDIRECTS = frozenset("> >> < << <<< >& &> &>> <& >| <>".split())
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SOURCE_FILE = re.compile(r"\.(?:pyi?|[cm]?js|jsx|tsx?|go|rs|rb|java|kt|c|cc|cpp|h|hpp|cs|php|swift|vue)$")
 # Test selection and per-run temp dirs: they change from run to run, the way tests run does not.
@@ -292,67 +291,21 @@ liquibase
 )
 
 
-def _split(text: str) -> list[str]:
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    return list(lexer)
-
-
-def _tokens(command: str) -> list[str]:
-    """Shell words and operators; each line ends a command, as in the shell. A line with an open quote (a
-    multi-line string) makes the whole command one piece; unbalanced quotes fall back to a rough split."""
-    command = command.replace("\\\n", " ")
-    try:
-        tokens: list[str] = []
-        for line in command.splitlines():
-            tokens.extend(_split(line))
-            tokens.append(";")
-        return tokens
-    except ValueError:
-        pass
-    try:
-        return _split(command)
-    except ValueError:
-        return command.split()
-
-
-def _segments(tokens: list[str]) -> list[tuple[list[str], str | None]]:
-    """Simple commands of a command line, each with the directory of a `cd` before it (if any). Only the
-    first command of a pipeline counts: `pytest | tail -5` is a pytest run."""
+def _segments(command: str) -> list[tuple[list[str], str | None]]:
+    """Simple commands of a command line as `cems_cli.command.model` reads them (assignments, redirections
+    and wrappers such as `timeout 600` or `nice -n 10` gone), each with the directory of a `cd` before it
+    (if any). Only the first command of a pipeline counts: `pytest | tail -5` is a pytest run."""
     out: list[tuple[list[str], str | None]] = []
-    current: list[str] = []
-    in_pipe_tail = False
     cd_dir: str | None = None
-    for token in [*tokens, ";"]:
-        if token not in _OPERATORS:
-            if not in_pipe_tail:
-                current.append(token)
+    for invocation in capture_commands(command.replace("\\\n", " ")):
+        if invocation.pipe:
             continue
-        if current:
-            if current[0] in ("cd", "pushd") and not in_pipe_tail:
-                cd_dir = current[1] if len(current) > 1 else None
-            else:
-                out.append((current, cd_dir))
-        current = []
-        in_pipe_tail = token in ("|", "|&")
+        words = invocation.words
+        if words[0] in ("cd", "pushd"):
+            cd_dir = words[1] if len(words) > 1 else None
+        else:
+            out.append((words, cd_dir))
     return out
-
-
-def _strip_redirections(words: list[str]) -> list[str]:
-    kept: list[str] = []
-    skip_next = False
-    for index, word in enumerate(words):
-        if skip_next:
-            skip_next = False
-            continue
-        if word in _REDIRECTS:
-            skip_next = True
-            if kept and kept[-1].isdigit() and index > 0 and words[index - 1] == kept[-1]:
-                kept.pop()  # the descriptor of "2>&1"
-            continue
-        kept.append(word)
-    return kept
 
 
 def _positionals(words: Sequence[str]) -> list[str]:
@@ -535,8 +488,8 @@ def _cd_prefix(cd_dir: str | None, cwd: str) -> str:
 def parse_command(command: str, cwd: str = "") -> list[Segment]:
     """The simple commands of a Bash command line, classified."""
     segments: list[Segment] = []
-    for words, cd_dir in _segments(_tokens(command)):
-        words, start = _runnable(_strip_redirections(words))
+    for words, cd_dir in _segments(command):
+        words, start = _runnable(words)
         if start >= len(words):
             continue
         tool = _tool_name(words[start])

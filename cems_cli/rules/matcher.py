@@ -37,6 +37,8 @@ _PATH_FIELDS = frozenset({"file_path", "notebook_path", "path"})
 # A rule on Edit guards every tool that changes a file's contents, as Claude Code's own `Edit(…)` permission
 # rules do: otherwise `Edit: migrations/*` is dodged by rewriting the file with Write or MultiEdit.
 _TOOL_FAMILIES = {"Edit": frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})}
+# Rules on these tools also see the files a Bash command writes (`echo x > f`, `sed -i`, `tee f`).
+_EDIT_FAMILY = _TOOL_FAMILIES["Edit"]
 
 # Regex rules run `re.search` in C, which cannot be stopped from Python except by a signal: all the regex
 # searches of one tool call share this much wall time, then the remaining regex rules are skipped (they
@@ -53,12 +55,14 @@ _COMPOUND_SEPARATORS = ("&&", "||", "|&", ";", "|", "\n")
 class Decision:
     """The winning rule for one tool call: what to do, which rule said so, and the value it matched."""
 
-    __slots__ = ("action", "rule", "value")
+    __slots__ = ("action", "rule", "value", "unchecked")
 
-    def __init__(self, action: str, rule: Any, value: str) -> None:
+    def __init__(self, action: str, rule: Any, value: str, unchecked: str = "") -> None:
         self.action = action
         self.rule = rule
         self.value = value
+        # Set when no rule matched for sure, but the command cannot be checked and `rule` may be concerned.
+        self.unchecked = unchecked
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Decision):
@@ -201,6 +205,14 @@ def _path_candidates(path: str, cwd: str | None) -> list[str]:
         relative = os.path.relpath(absolute, os.path.normpath(base))
         if relative != ".." and not relative.startswith("../"):
             candidates.append(relative)
+    # Through symlinks: `link/x` where `link -> migrations` writes `migrations/x`, which the rule names.
+    resolved = os.path.realpath(absolute)
+    if resolved != absolute:
+        candidates.append(resolved)
+        if base is not None:
+            relative = os.path.relpath(resolved, os.path.realpath(base))
+            if relative != ".." and not relative.startswith("../"):
+                candidates.append(relative)
     return list(dict.fromkeys(candidates))
 
 
@@ -209,7 +221,7 @@ class _Values:
     `commands` holds each simple command as the shell sees it (`cems_cli.rules.shell`) and `texts` their
     words joined by spaces after the raw forms; `firsts` is every text's first word, a cheap early "no"."""
 
-    __slots__ = ("texts", "firsts", "commands", "_shapes", "_pairs")
+    __slots__ = ("texts", "firsts", "commands", "unchecked", "writes", "_shapes", "_pairs")
 
     def __init__(self, texts: list[str], commands: list[list[str]] | None = None) -> None:
         if commands is not None:  # a shell command: raw forms, then the parsed ones, no blanks or repeats
@@ -218,6 +230,8 @@ class _Values:
         self.texts = texts
         self.firsts = {text.partition(" ")[0] for text in self.texts}
         self.commands = commands
+        self.unchecked: list[str] = []  # why part of a shell command cannot be checked before it runs
+        self.writes: list[str] = []  # files a shell command writes
         self._shapes: list[tuple[str, Any]] | None = None
         self._pairs: set[str] | None = None
 
@@ -258,7 +272,7 @@ _shape_cache: dict[str, Any] = {}
 # `--recursive`. Other commands compare options as written, short clusters split (`-rf` is `-r -f`).
 _OPTION_ALIASES = {
     "rm": {"-R": "-r", "--recursive": "-r", "--force": "-f"},
-    "git push": {"--force": "-f"},
+    "git push": {"--force": "-f", "--mirror": "-f"},  # a mirror push force-updates every ref
 }
 
 
@@ -279,7 +293,16 @@ def _option_set(words: list[str], name: str, operands: list[str]) -> set[str]:
             names.update("-" + letter for letter in word[1:])
     aliases = _OPTION_ALIASES.get(name + " " + operands[0]) if operands else None
     aliases = aliases or _OPTION_ALIASES.get(name)
-    return {aliases.get(option, option) for option in names} if aliases else names
+    if not aliases:
+        return names
+    unified = set()
+    for option in names:
+        if option not in aliases and option.startswith("--") and len(option) > 3 and "=" not in option:
+            # GNU getopt and git accept any unambiguous prefix: `rm --rec --for` is `rm -r -f`. Erring
+            # towards a match, a prefix of a listed spelling is taken as that spelling.
+            option = next((full for full in aliases if full.startswith(option)), option)
+        unified.add(aliases.get(option, option))
+    return unified
 
 
 def command_shape(argv: list[str]) -> tuple[str, list[str], set[str]]:
@@ -302,10 +325,10 @@ def pattern_shape(pattern: str) -> PatternShape | None:
     if any(char in pattern for char in ";&|<>()`$\\\n#"):
         return None
     if "'" in pattern or '"' in pattern:
-        from cems_cli.rules.shell import lex
+        from cems_cli.command.model import simples
 
-        commands = lex(pattern)[0]
-        if len(commands) != 1:
+        commands = simples(pattern)[0]
+        if len(commands) != 1 or commands[0].assignments or commands[0].redirects:
             return None
         words = commands[0].words
     else:
@@ -336,96 +359,18 @@ def shape_matches(shape: PatternShape, command: tuple[str, list[str], set[str]])
     if not open_ and len(predicates) != len(operands):
         return False
     return all(predicate(word) for predicate, word in zip(predicates, operands, strict=False)) and (
-        options <= command_options
+        options <= command_options or all(_has_option(option, command_options) for option in options)
     )
 
 
-# Characters that need the shell lexer: escapes, substitution, redirection, comments, grouping, and the
-# ASCII whitespace `str.split` splits on but the shell does not. Without them a command line is its
-# separators (runs of ; & | newline), blanks, and quoted strings whose contents are literal.
-_SHELL_SYNTAX = frozenset("\\$`#()<>\x0b\x0c\x1c\x1d\x1e\x1f")
-# Command names whose words do not name the command that runs: wrappers, shells, keywords and the like.
-# The same names as in `cems_cli.rules.shell` (tests/unit/test_rules_shell.py keeps them equal).
-_NOT_PLAIN = frozenset({
-    "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "esac", "function",
-    "sudo", "doas", "env", "nice", "nohup", "timeout", "xargs", "command", "builtin", "exec", "time",
-    "stdbuf", "setsid", "ionice", "chrt", "taskset", "caffeinate", "unbuffer", "busybox", "coproc", "watch",
-    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "su", "runuser", "eval", "find",
-})
-_PLAIN_MAX_CHARS = 64 * 1024  # shell.MAX_PARSE_CHARS
-
-
-def plain_commands(command: str) -> list[list[str]] | None:
-    """The simple commands of a command line that needs no real parsing (`cd x && git commit -m 'a b'`),
-    exactly as `cems_cli.rules.shell.simple_commands` gives them; None when it needs the lexer. Most command
-    lines take this path, which spares those tool calls the lexer's import (~0.3 ms)."""
-    if len(command) > _PLAIN_MAX_CHARS or not command.isascii() or not _SHELL_SYNTAX.isdisjoint(command):
-        return None
-    if "'" in command or '"' in command:
-        commands = _quoted_plain_commands(command)
-        if commands is None:
-            return None
-    else:
-        for separator in ";&|":
-            command = command.replace(separator, "\n")
-        commands = [words for words in map(str.split, command.split("\n")) if words]
-    for words in commands:
-        name = words[0]
-        if name in _NOT_PLAIN or "=" in name or "/" in name or (
-            name == "git" and len(words) > 1 and words[1][:1] == "-"  # git's own options: `git -C dir push`
-        ):
-            return None
-    return commands
-
-
-def _quoted_plain_commands(command: str) -> list[list[str]] | None:
-    # Quoted strings here hold no `\`, `$` or backquote (excluded above), so their contents are literal and
-    # a quote always closes at the next quote of its kind; None if one never closes.
-    commands: list[list[str]] = []
-    words: list[str] = []
-    word: str | None = None  # the word being built: unquoted text glued to quoted strings (a'b c'd)
-    i, size = 0, len(command)
-    while i < size:
-        single, double = command.find("'", i), command.find('"', i)
-        quote = min(single, double) if single >= 0 and double >= 0 else max(single, double)
-        unquoted = command[i:] if quote < 0 else command[i:quote]
-        for index, line in enumerate(unquoted.replace(";", "\n").replace("&", "\n").replace("|", "\n")
-                                     .split("\n")):
-            if index:  # a separator ends the word and the command
-                if word is not None:
-                    words.append(word)
-                    word = None
-                if words:
-                    commands.append(words)
-                    words = []
-            if not line:
-                continue
-            parts = line.split()
-            if word is not None and (not parts or line[0] in " \t\r"):
-                words.append(word)  # a blank ends the word
-                word = None
-            if not parts:
-                continue
-            if word is not None:
-                parts[0] = word + parts[0]
-                word = None
-            words.extend(parts[:-1])
-            if line[-1] in " \t\r":
-                words.append(parts[-1])
-            else:
-                word = parts[-1]
-        if quote < 0:
-            break
-        close = command.find(command[quote], quote + 1)
-        if close < 0:
-            return None
-        word = (word or "") + command[quote + 1:close]
-        i = close + 1
-    if word is not None:
-        words.append(word)
-    if words:
-        commands.append(words)
-    return commands
+def _has_option(option: str, command_options: set[str]) -> bool:
+    """`--force` is given as `--force` or as an abbreviation of it (`--forc`): GNU getopt takes any
+    unambiguous prefix, and which prefixes are unambiguous depends on the command's other options."""
+    if option in command_options:
+        return True
+    return option.startswith("--") and any(
+        given.startswith("--") and len(given) > 3 and "=" not in given and option.startswith(given)
+        for given in command_options)
 
 
 def _values(field: str, tool_input: Mapping[str, Any], cwd: str | None) -> _Values:
@@ -436,18 +381,41 @@ def _values(field: str, tool_input: Mapping[str, Any], cwd: str | None) -> _Valu
     if not isinstance(value, str):
         return _Values([])
     if field == "command":
-        try:
-            commands = plain_commands(value)
-            if commands is None:
-                from cems_cli.rules.shell import simple_commands
-
-                commands = simple_commands(value)
-        except Exception:  # a parser failure must not switch the rules off: the raw text is still matched
-            commands = []
-        return _Values(_command_candidates(value), commands)
+        return _command_values(value, cwd)
     if field in _PATH_FIELDS:
         return _Values(_path_candidates(value, cwd))
     return _Values([value])
+
+
+def _command_values(command: str, cwd: str | None) -> _Values:
+    """A shell command as `cems_cli.command.model` reads it: the raw line, then every command it runs
+    (`commands`), what cannot be checked before it runs (`unchecked`) and the files it writes (`writes`)."""
+    try:
+        from cems_cli.command.model import analyse
+
+        analysis = analyse(command)
+    except Exception:  # a parser failure must not switch the rules off: the raw text is still matched
+        values = _Values(_command_candidates(command), [])
+        values.unchecked = ["the command line could not be parsed"]
+        return values
+    if analysis.parsed:
+        # Parsed: the line and its commands. Splitting the raw text on `;` or `|` would read a quoted
+        # `echo "a; rm -rf /"` as a second command, which the shell never runs.
+        texts = [command.strip()]
+    else:
+        texts = _command_candidates(command)  # read in part: the plain-text splits add what it missed
+    values = _Values(texts, analysis.commands)
+    values.unchecked = analysis.unchecked
+    values.writes = analysis.writes
+    return values
+
+
+def _write_values(command_values: _Values, cwd: str | None) -> _Values:
+    """The files a shell command writes, as path candidates: what rules on Edit are matched against."""
+    paths: list[str] = []
+    for target in command_values.writes:
+        paths.extend(_path_candidates(target, cwd))
+    return _Values(list(dict.fromkeys(paths)))
 
 
 def candidate_values(field: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> list[str]:
@@ -628,7 +596,13 @@ def decide(
     """The strictest matching rule (block > ask > warn; ties go to the earliest rule), or None.
 
     A glob rule matches when its pattern matches one of the candidate values whole, or, for a shell
-    command, when one of the commands it runs has the rule's shape (`_Values.structural`).
+    command, when one of the commands it runs has the rule's shape (`_Values.structural`). A rule on Edit
+    (Write, MultiEdit…) also matches a shell command that writes one of its paths (`> f`, `sed -i`, `tee`).
+
+    A shell command that cannot be checked before it runs (`eval "$x"`, `curl … | sh`, a command name from
+    `$(…)`: `cems_cli.command.model`) is answered "ask", naming the first Bash block rule that applies, when
+    no rule blocks it for sure: the user sees the command and decides. Without a Bash block rule such a
+    command is not held up: no rule could be concerned by it.
     `project` may be a zero-argument callable: it is called at most once, and only when a project rule
     otherwise matches, because finding the project reads `.git/config` and imports pathlib.
     """
@@ -640,18 +614,31 @@ def decide(
     values_by_field: dict[str, _Values] = {}
     main = _MAIN_FIELDS.get(tool_name, "")
     regex_deadline: list[float] = []
+    unchecked_by: Any = None  # the first Bash block rule, when the command cannot be checked
     for rule in rules:
         rank = ACTION_RANK.get(rule.action, 0)
         if rank <= best_rank:
             continue
         try:
             rule_tool = rule.tool
-            if rule_tool != tool_name and not _tool_matches(rule_tool, tool_name):
+            if tool_name == "Bash" and rule_tool in _EDIT_FAMILY and not rule.field:
+                field = "\0writes"  # the files the command writes, matched like an Edit's file_path
+                values = values_by_field.get(field)
+                if values is None:
+                    command = values_by_field.get("command") or _values("command", tool_input, cwd)
+                    values_by_field["command"] = command
+                    values = values_by_field[field] = _write_values(command, cwd)
+            elif rule_tool != tool_name and not _tool_matches(rule_tool, tool_name):
                 continue
-            field = rule.field or main
-            values = values_by_field.get(field)
-            if values is None:
-                values = values_by_field[field] = _values(field, tool_input, cwd)
+            else:
+                field = rule.field or main
+                values = values_by_field.get(field)
+                if values is None:
+                    values = values_by_field[field] = _values(field, tool_input, cwd)
+            if unchecked_by is None and values.unchecked and rank == ACTION_RANK["block"] and (
+                field == "command" and (not rule.project or (_project_of(project, project_memo) or "").lower()
+                                        == rule.project.lower())):
+                unchecked_by = rule
             candidates = values.texts
             pattern = rule.pattern
             if rule.regex:
@@ -690,6 +677,10 @@ def decide(
         best, best_rank = Decision(rule.action, rule, matched), rank
         if rank == ACTION_RANK["block"]:
             break
+    if unchecked_by is not None and best_rank < ACTION_RANK["ask"]:
+        command_values = values_by_field["command"]
+        return Decision("ask", unchecked_by, command_values.texts[0] if command_values.texts else "",
+                        unchecked="cannot be checked: " + "; ".join(command_values.unchecked))
     return best
 
 

@@ -426,8 +426,17 @@ def test_hot_path_imports_nothing_heavy(home, command):
 
 
 @pytest.mark.parametrize("command", ["git status --short", "cd repo && git push --force origin main"])
-def test_plain_commands_do_not_load_the_shell_lexer(home, command):
+def test_plain_commands_do_not_load_the_shell_parser(home, command):
     set_rules(home, make_rule("git push --force*", "Bash"), make_rule("rm -rf*", "Bash"))
     modules = imported_modules(home, bash(command))
-    assert "cems_cli.rules.matcher" in modules and "cems_cli.rules.shell" not in modules
-    assert "cems_cli.rules.shell" in imported_modules(home, bash("echo 'x' | sh"))
+    assert "cems_cli.rules.matcher" in modules and "cems_cli.command.tree" not in modules
+    assert "tree_sitter._binding" not in modules
+    parsed = imported_modules(home, bash("echo $(date) > x"))
+    assert "cems_cli.command.tree" in parsed and "tree_sitter._binding" in parsed
+    # The packages' own __init__ (typing, importlib.resources: ~15 ms) are not needed to parse.
+    assert "tree_sitter_bash" not in parsed and "importlib.resources" not in parsed
+
+
+def test_without_bash_rules_a_command_is_not_parsed(home):
+    set_rules(home, make_rule("*.env", "Edit", action="ask"))
+    assert "cems_cli.command.model" not in imported_modules(home, bash("echo $(date) | sh"))

@@ -40,9 +40,10 @@ FRONT_END_MAY_USE = (
     "hookentry", "hooks_install", "models", "resources", "private_dir", "procinfo", "procs", "store.server",
     "store.db.StoreError", "store.db.locate", "text", "embedding.limits", "embedding.base.EmbeddingError",
     "embedding.EmbeddingError", "recall.format_recall", "rules.model", "rules.parse", "rules.matcher",
-    "rules.shell", "rules.snapshot", "rules.refresh", "rules.regex_safety",
+    "rules.snapshot", "rules.refresh", "rules.regex_safety",
     # The hooks' stdlib paths (the spool the PostToolUse/Stop hooks write, the worker the Stop hook starts)
     # and the observer daemon `cems observe` runs.
+    "command.plain", "command.tree", "command.model",
     "capture.spool", "capture.worker.spawn_worker", "capture.observer_daemon", "capture.observer_settings",
 )
 

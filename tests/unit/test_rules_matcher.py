@@ -566,10 +566,15 @@ def test_decision_value_is_the_command_as_run():
 def test_command_candidates_include_the_parsed_commands():
     assert candidate_values("command", {"command": "sudo -u root /bin/rm -fr '/tmp/a b'"}) == [
         "sudo -u root /bin/rm -fr '/tmp/a b'",
-        "-u root /bin/rm -fr '/tmp/a b'",
         "sudo -u root /bin/rm -fr /tmp/a b",
         "rm -fr /tmp/a b",
     ]
+
+
+def test_a_separator_inside_quotes_is_no_command():
+    # The raw text is no longer split on `;`: `echo "a; rm -rf /"` runs echo only.
+    for command in ('echo "a; rm -rf /"', "grep 'rm -rf' docs/ | wc -l", 'echo "never run rm -rf /"'):
+        assert decide([rule("rm -rf*")], "Bash", {"command": command}) is None, command
 
 
 def test_regex_rules_see_the_parsed_commands_too():
@@ -578,12 +583,12 @@ def test_regex_rules_see_the_parsed_commands_too():
 
 
 def test_a_parser_failure_leaves_text_matching_on(monkeypatch):
-    from cems_cli.rules import shell
+    from cems_cli.command import model
 
     def broken(text):
         raise ValueError("parser bug")
 
-    monkeypatch.setattr(shell, "simple_commands", broken)
+    monkeypatch.setattr(model, "analyse", broken)
     command = "echo 'x' && git push --force"
     assert decide([rule("git push --force*")], "Bash", {"command": command}) is not None
 

@@ -1,0 +1,582 @@
+"""Simple commands of any Bash command line, parsed with tree-sitter-bash and expanded where static.
+
+What the shell would compute before running a command is computed here when it does not depend on the
+run: quotes and escapes, `$'…'`, brace expansion (`{rm,-rf,/}` is `rm -rf /`), `$IFS` and `${IFS}` (a
+blank, then field splitting), and variables assigned earlier on the same line (`R=rm; $R -rf /`).
+Everything else (`$(…)`, an unknown `$VAR`, `$((…))`) stays as its source text, and the word is marked
+not static, so `cems_cli.command.model` can tell "cannot be checked" from "checked".
+
+Substitutions (`$(…)`, backquotes, `<(…)`, `>(…)`), function bodies and here-document substitutions are
+parsed as commands of their own, one level deeper.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from cems_cli.command.plain import Simple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+# Past this many characters only the beginning is parsed (tree-sitter is linear, expanding is Python).
+MAX_PARSE_CHARS = 64 * 1024
+MAX_DEPTH = 6
+MAX_BRACE_WORDS = 256  # `{a,b}{c,d}…`: past this many words a brace word is left as written
+
+_parser: Any = None
+
+
+def _load_binding(package: str) -> Any:
+    """`package._binding`, the C extension, without running `package/__init__.py`: tree_sitter's imports
+    `typing` and tree_sitter_bash's `importlib.resources` (~15 ms together, measured with -X importtime),
+    neither needed to parse. Registered in sys.modules, so a later `import tree_sitter` reuses it."""
+    name = package + "._binding"
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    import _imp
+    from importlib.machinery import ModuleSpec, PathFinder
+
+    found = PathFinder.find_spec(package)
+    if found is None or not found.submodule_search_locations:
+        raise ImportError(f"{package} is not installed")
+    spec = PathFinder.find_spec("_binding", list(found.submodule_search_locations))
+    if spec is None or not spec.origin:
+        raise ImportError(f"{package} has no binding")
+    module = _imp.create_dynamic(ModuleSpec(name, None, origin=spec.origin))
+    sys.modules[name] = module
+    return module
+
+
+def parser() -> Any:
+    global _parser
+    if _parser is None:
+        try:
+            core, bash = _load_binding("tree_sitter"), _load_binding("tree_sitter_bash")
+        except Exception:  # an unusual installation: the documented way, slower
+            import tree_sitter
+            import tree_sitter_bash
+
+            _parser = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+        else:
+            _parser = core.Parser(core.Language(bash.language()))
+    return _parser
+
+
+# --- static expansion ---------------------------------------------------------------------------------------
+
+# A piece of a word: (text, quoted, static, split); `split`: an unquoted expansion, field-split later.
+Piece = tuple
+
+
+def _unescape_unquoted(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == "\\" and i + 1 < n:
+            if text[i + 1] != "\n":  # line continuation: both vanish
+                out.append(text[i + 1])
+            i += 2
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def _unescape_double(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == "\\" and i + 1 < n and text[i + 1] in "$`\"\\\n":
+            if text[i + 1] != "\n":
+                out.append(text[i + 1])
+            i += 2
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+_C_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+              "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
+
+
+def ansi_c(body: str) -> str:
+    """The value of `$'body'`: `$'\\x72m'` is `rm` to the shell, so it must be to the rules too."""
+    out: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        char = body[i]
+        if char != "\\" or i + 1 >= n:
+            out.append(char)
+            i += 1
+            continue
+        kind = body[i + 1]
+        i += 2
+        if kind in _C_ESCAPES:
+            out.append(_C_ESCAPES[kind])
+        elif kind in "01234567":
+            end = i
+            while end < n and end - i < 2 and body[end] in "01234567":
+                end += 1
+            out.append(chr(int(body[i - 1:end], 8) & 0xFF))
+            i = end
+        elif kind in _HEX_DIGITS:
+            end = i
+            while end < n and end - i < _HEX_DIGITS[kind] and body[end] in "0123456789abcdefABCDEF":
+                end += 1
+            code = int(body[i:end], 16) if end > i else -1
+            out.append(chr(code) if 0 <= code < 0x110000 else "\\" + kind + body[i:end])
+            i = end
+        elif kind == "c" and i < n:
+            out.append(chr(ord(body[i]) & 0x1F))
+            i += 1
+        else:
+            out.append("\\" + kind)
+    return "".join(out)
+
+
+def brace_expand(text: str, limit: int = MAX_BRACE_WORDS) -> list[str]:
+    """Bash brace expansion of an unquoted word: `{rm,-rf,/}` → rm -rf /, `a{1..3}` → a1 a2 a3.
+    Hand-written: no library does it; tree-sitter-bash parses only `{1..3}` and leaves `{a,b}` as text."""
+    results = [text]
+    done: list[str] = []
+    while results:
+        word = results.pop()
+        expanded = _expand_first_brace(word)
+        if expanded is None:
+            done.append(word)
+        else:
+            results.extend(reversed(expanded))
+        if len(done) + len(results) > limit:
+            return [text]
+    return done
+
+
+def _expand_first_brace(word: str) -> list[str] | None:
+    start = 0
+    while True:
+        open_ = word.find("{", start)
+        if open_ < 0:
+            return None
+        depth, i, commas = 0, open_, []
+        close = -1
+        while i < len(word):
+            char = word[i]
+            if char == "{":
+                depth += 1
+            elif char == "}":
+                depth -= 1
+                if depth == 0:
+                    close = i
+                    break
+            elif char == "," and depth == 1:
+                commas.append(i)
+            i += 1
+        if close < 0:
+            return None
+        head, body, tail = word[:open_], word[open_ + 1:close], word[close + 1:]
+        if commas:
+            parts, last = [], open_ + 1
+            for comma in commas:
+                parts.append(word[last:comma])
+                last = comma + 1
+            parts.append(word[last:close])
+            return [head + part + tail for part in parts]
+        ends = body.split("..")
+        if len(ends) in (2, 3) and all(ends):
+            sequence = _sequence(ends)
+            if sequence is not None:
+                return [head + item + tail for item in sequence]
+        start = open_ + 1
+
+
+def _sequence(ends: list[str]) -> list[str] | None:
+    first, last = ends[0], ends[1]
+    step_text = ends[2] if len(ends) == 3 else "1"
+    try:
+        step = abs(int(step_text)) or 1
+        if first.lstrip("-").isdigit() and last.lstrip("-").isdigit():
+            a, b = int(first), int(last)
+            if abs(b - a) // step > MAX_BRACE_WORDS:
+                return None
+            values = range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
+            return [str(v) for v in values]
+        if len(first) == 1 and len(last) == 1:
+            a, b = ord(first), ord(last)
+            values = range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
+            return [chr(v) for v in values]
+    except ValueError:
+        return None
+    return None
+
+
+class _Context:
+    """Variables known so far (None: assigned, value unknown) and where found commands go."""
+
+    __slots__ = ("variables", "out", "depth")
+
+    def __init__(self, out: list[Simple], depth: int, variables: dict[str, str | None] | None = None) -> None:
+        self.variables: dict[str, str | None] = variables if variables is not None else {}
+        self.out = out
+        self.depth = depth
+
+
+_DEFAULTS = {"IFS": " \t\n"}
+
+
+def _variable(name: str, context: _Context) -> str | None:
+    if name in context.variables:
+        return context.variables[name]
+    return _DEFAULTS.get(name)
+
+
+def _text(node: Any) -> str:
+    text = node.text.decode("utf-8", "replace")
+    return text.replace(_GLUED_BRACE, "{") if _GLUED_BRACE in text else text
+
+
+# `{rm,-rf,/}` at the start of a command is a brace-expanded word to bash (a `{` keyword needs a blank
+# after it), but tree-sitter-bash reads a group there and fails. Such a `{` is swapped for a private-use
+# character before parsing, which the grammar takes as a word character, and swapped back in every text
+# read from the tree; inside quotes the swap changes nothing, as it is undone the same way.
+_GLUED_BRACE = "\ue000"
+
+
+def _glue_braces(text: str) -> str:
+    if "{" not in text:
+        return text
+    out = list(text)
+    for index, char in enumerate(text):
+        if char == "{" and (index == 0 or text[index - 1] in " \t\n;&|(") and \
+                text[index + 1:index + 2] not in ("", " ", "\t", "\n", "}"):
+            out[index] = _GLUED_BRACE
+    return "".join(out)
+
+
+def _pieces(node: Any, context: _Context, quoted: bool = False) -> list[Piece]:
+    kind = node.type
+    if kind == "concatenation":
+        return [piece for child in node.children for piece in _pieces(child, context, quoted)]
+    if kind == "raw_string":
+        return [(_text(node)[1:-1], True, True, False)]
+    if kind == "ansi_c_string":
+        return [(ansi_c(_text(node)[2:-1]), True, True, False)]
+    if kind == "translated_string":
+        return [piece for child in node.children if child.type == "string"
+                for piece in _pieces(child, context, True)]
+    if kind == "string":
+        return _string_pieces(node, context)
+    if kind == "simple_expansion" or kind == "expansion":
+        name = _plain_expansion_name(node)
+        value = _variable(name, context) if name else None
+        if value is None:
+            _nested_in(node, context)
+            return [(_text(node), quoted, False, False)]
+        return [(value, quoted, True, not quoted)]
+    if kind in ("command_substitution", "process_substitution"):
+        _substitution(node, context)
+        return [(_text(node), quoted, False, False)]
+    if kind == "arithmetic_expansion":
+        _nested_in(node, context)
+        return [(_text(node), quoted, False, False)]
+    if quoted:
+        return [(_unescape_double(_text(node)), True, True, False)]
+    return [(_unescape_unquoted(_text(node)), False, True, False)]
+
+
+def _plain_expansion_name(node: Any) -> str | None:
+    """`$NAME` / `${NAME}`; None for `${x:-y}`, `${#x}`, `$1`, `$@` and the like."""
+    names = [child for child in node.children if child.is_named]
+    if len(names) != 1 or names[0].type != "variable_name":
+        return None
+    if node.type == "expansion" and node.child_count != 3:
+        return None
+    return _text(names[0])
+
+
+def _string_pieces(node: Any, context: _Context) -> list[Piece]:
+    pieces: list[Piece] = []
+    position = node.start_byte + 1
+    raw = node.text
+    base = node.start_byte
+    for child in node.children:
+        if child.type == '"':
+            continue
+        if child.start_byte > position:  # literal text the grammar leaves between children
+            gap = raw[position - base:child.start_byte - base].decode("utf-8", "replace")
+            pieces.append((_unescape_double(gap), True, True, False))
+        if child.type == "string_content":
+            pieces.append((_unescape_double(_text(child)), True, True, False))
+        else:
+            pieces.extend(_pieces(child, context, True))
+        position = child.end_byte
+    return pieces
+
+
+def fields(pieces: list[Piece]) -> list[tuple[str, bool]]:
+    """The words a word's pieces make: brace expansion of unquoted literal text, field splitting of
+    unquoted expansions. Each word comes with whether it is fully static."""
+    if not pieces:
+        return []
+    static = all(piece[2] for piece in pieces)
+    literal_braces = any(not piece[1] and piece[2] and not piece[3] and "{" in piece[0] for piece in pieces)
+    if literal_braces and static and not any(piece[3] for piece in pieces):
+        # Quoted text must not take part in brace expansion: mark its braces and commas, expand, restore.
+        marked = "".join(piece[0] if not piece[1] else piece[0].translate(_HIDE) for piece in pieces)
+        return [(word.translate(_SHOW), True) for word in brace_expand(marked)]
+    words: list[tuple[str, bool]] = []
+    current: list[str] = []
+    has_word = False
+    for text, quoted, _, split in pieces:
+        if not split:
+            current.append(text)
+            has_word = has_word or quoted or bool(text)
+            continue
+        parts = text.split()
+        if text[:1].isspace() and has_word:
+            words.append(("".join(current), static))
+            current, has_word = [], False
+        for index, part in enumerate(parts):
+            if index:
+                words.append(("".join(current), static))
+                current = []
+            current.append(part)
+            has_word = True
+        if text[-1:].isspace() and has_word:
+            words.append(("".join(current), static))
+            current, has_word = [], False
+    if has_word:
+        words.append(("".join(current), static))
+    return words
+
+
+_HIDE = str.maketrans({"{": "\ue000", "}": "\ue001", ",": "\ue002"})
+_SHOW = str.maketrans({"\ue000": "{", "\ue001": "}", "\ue002": ","})
+
+
+# --- walking the tree --------------------------------------------------------------------------------------
+
+_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+
+
+def _substitution(node: Any, context: _Context) -> None:
+    """`$(…)`, backquotes, `<(…)`: their commands run, one level deeper."""
+    if context.depth + 1 > MAX_DEPTH:
+        return
+    text = _text(node)
+    inner = _Context(context.out, context.depth + 1, dict(context.variables))
+    if text.startswith("`"):  # backquotes: `\``, `\\`, `\$` are unescaped before the body is parsed
+        body = text[1:-1] if text.endswith("`") and len(text) > 1 else text[1:]
+        body = body.replace("\\\\", "\0").replace("\\`", "`").replace("\\$", "$").replace("\0", "\\")
+        parse_into(body, inner)
+        return
+    for child in node.children:
+        if child.is_named:
+            _statement(child, inner)
+
+
+def _nested_in(node: Any, context: _Context) -> None:
+    """Substitutions inside an expansion we do not evaluate (`${x:-$(rm y)}`, `$(( $(f) ))`) still run."""
+    for child in node.children:
+        if child.type in ("command_substitution", "process_substitution"):
+            _substitution(child, context)
+        elif child.child_count:
+            _nested_in(child, context)
+
+
+def _assign(node: Any, context: _Context) -> tuple[str, str | None]:
+    name_node = node.child_by_field_name("name") or (node.children[0] if node.children else None)
+    name = _text(name_node) if name_node is not None else ""
+    value_node = node.child_by_field_name("value")
+    if value_node is None:
+        return name, ""
+    if value_node.type == "array":
+        _nested_in(value_node, context)
+        return name, None
+    words = fields([p for p in _pieces(value_node, context, False) if True])
+    # An assignment's value is not field-split or brace-expanded: join back what `fields` split.
+    value = " ".join(word for word, _ in words)
+    static = all(s for _, s in words)
+    return name, value if static else None
+
+
+def _redirect(node: Any, context: _Context, simple: Simple) -> None:
+    kind = node.type
+    operator = ""
+    for child in node.children:
+        if not child.is_named and child.type not in ('"',):
+            operator = operator or child.type
+    if kind == "herestring_redirect":
+        targets = [c for c in node.children if c.is_named]
+        if targets:
+            words = fields(_pieces(targets[-1], context))
+            simple.stdin.append(" ".join(w for w, _ in words) if all(s for _, s in words) else None)
+        return
+    if kind == "heredoc_redirect":
+        quoted_delimiter = False
+        for child in node.children:
+            if child.type == "heredoc_start":
+                quoted_delimiter = any(q in _text(child) for q in "'\"\\")
+            elif child.type == "heredoc_body":
+                expands = [c for c in child.children if c.type != "heredoc_content"]
+                if not quoted_delimiter:
+                    _nested_in(child, context)
+                simple.stdin.append(_text(child) if quoted_delimiter or not expands else None)
+        return
+    destination = node.child_by_field_name("destination")
+    if destination is None:
+        named = [c for c in node.children if c.is_named and c.type != "file_descriptor"]
+        destination = named[-1] if named else None
+    if destination is None:
+        return
+    words = fields(_pieces(destination, context))
+    target = words[0][0] if len(words) == 1 and words[0][1] else None
+    if operator in (">&", "<&") and target is not None and (target.isdigit() or target == "-"):
+        return  # `2>&1`: a descriptor, not a file
+    if operator == "<" and target is not None:
+        simple.stdin.append(None)
+    simple.redirects.append((operator, target))
+
+
+def _command(node: Any, context: _Context, redirects: list[Any], pipe: int, prefix: str = "") -> Simple:
+    simple = Simple([], context.depth, pipe)
+    words: list[tuple[str, bool]] = []
+    first = True
+    for child in node.children:
+        kind = child.type
+        if kind == "variable_assignment":
+            simple.assignments.append(_assign(child, context))
+        elif kind in _REDIRECTS:
+            _redirect(child, context, simple)
+        elif kind == "command_name" or child.is_named:
+            target = child.children[0] if kind == "command_name" and child.children else child
+            pieces = _pieces(target, context)
+            if first and prefix:
+                pieces = [(prefix, False, True, False), *pieces]
+            first = False
+            words.extend(fields(pieces))
+    for redirect in redirects:
+        _redirect(redirect, context, simple)
+    simple.words = [word for word, _ in words]
+    simple.static = [static for _, static in words]
+    return simple
+
+
+def _statement(node: Any, context: _Context, pipe: int = 0, redirects: list[Any] | None = None) -> None:
+    kind = node.type
+    if kind == "command":
+        # Append before walking nested heredoc pipelines so the pipeline order stays right.
+        context.out.append(_command(node, context, redirects or [], pipe))
+        return
+    if kind == "redirected_statement":
+        body = node.child_by_field_name("body")
+        own = [c for c in node.children if c.type in _REDIRECTS]
+        after = [c for r in own if r.type == "heredoc_redirect" for c in r.children
+                 if c.is_named and c.type not in ("heredoc_start", "heredoc_body", "heredoc_end")]
+        if body is None:
+            holder = Simple([], context.depth, pipe)
+            for redirect in own:
+                _redirect(redirect, context, holder)
+            context.out.append(holder)
+        elif body.type == "command":
+            context.out.append(_command(body, context, own, pipe))
+        else:
+            _statement(body, context, pipe)
+            holder = Simple([], context.depth, pipe)  # `{ a; b; } > f`: the writes of the whole group
+            for redirect in own:
+                _redirect(redirect, context, holder)
+            context.out.append(holder)
+        for extra in after:  # `cat <<E | bash`: the grammar hangs the rest of the line under the here-doc
+            if extra.type == "pipeline" and _text(extra).lstrip().startswith(("|", "|&")):
+                _pipeline(extra, context, pipe + 1)
+            else:
+                _statement(extra, context)
+        return
+    if kind == "pipeline":
+        _pipeline(node, context, 0)
+        return
+    if kind == "variable_assignment":
+        name, value = _assign(node, context)
+        context.variables[name] = value
+        return
+    if kind == "variable_assignments":
+        for child in node.children:
+            if child.type == "variable_assignment":
+                name, value = _assign(child, context)
+                context.variables[name] = value
+        return
+    if kind == "declaration_command":  # export R=rm, declare -x R=rm, local R=rm
+        for child in node.children:
+            if child.type == "variable_assignment":
+                name, value = _assign(child, context)
+                context.variables[name] = value
+            elif child.is_named:
+                _nested_in(child, context)
+        return
+    if kind == "compound_statement" and node.child_count > 1:
+        brace, following = node.children[0], node.children[1]
+        if brace.type == "{" and following.start_byte == brace.end_byte and following.type == "command":
+            # `{rm,-rf,/}` is a brace-expanded word, not a group: `{` glued to the next word is no keyword
+            context.out.append(_command(following, context, [], pipe, prefix="{"))
+            for child in node.children[2:]:
+                if child.is_named:
+                    _statement(child, context)
+            return
+    if kind in ("command_substitution", "process_substitution"):
+        _substitution(node, context)
+        return
+    if kind in ("comment", "heredoc_body", "heredoc_start", "heredoc_end"):
+        return
+    if kind in ("simple_expansion", "expansion", "arithmetic_expansion", "string", "concatenation"):
+        _nested_in(node, context)
+        return
+    for child in node.children:
+        if child.is_named:
+            _statement(child, context, pipe)
+
+
+def _pipeline(node: Any, context: _Context, first: int) -> None:
+    position = first
+    for child in node.children:
+        if child.is_named:
+            _statement(child, context, position)
+            position += 1
+
+
+def parse_into(text: str, context: _Context) -> bool:
+    """Parse `text` and append its simple commands to context.out; False when part of it does not parse."""
+    source = _glue_braces(text[:MAX_PARSE_CHARS])
+    if "\\\n" in source:
+        # A line continuation vanishes before words are split (`r\<newline>m` is `rm`), which the grammar
+        # does not do inside a word. Only an odd run of backslashes continues the line. (`re` is loaded
+        # by the tree-sitter binding already.)
+        import re
+
+        source = re.sub(r"(?<!\\)((?:\\\\)*)\\\n", r"\1", source)
+    tree = parser().parse(source.encode("utf-8", "surrogatepass"))
+    root = tree.root_node
+    for child in root.children:
+        if child.is_named:
+            _statement(child, context)
+    return not root.has_error
+
+
+def tree_simples(text: str, depth: int = 0) -> tuple[list[Simple], bool]:
+    """The simple commands of `text` in source order (nested ones after the command holding them), and
+    whether the whole line parsed without error."""
+    out: list[Simple] = []
+    try:
+        clean = parse_into(text, _Context(out, depth))
+    except RecursionError:  # thousands of nested groups: what was found so far, and "does not parse"
+        clean = False
+    return out, clean
