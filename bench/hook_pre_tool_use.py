@@ -124,10 +124,12 @@ def main() -> None:
         hook_from_source = [sys.executable, str(source_only / "hooks" / HOOK.name)]
         bare = [sys.executable, "-c", "pass"]
         no_match, block = payload("git status --short"), payload("cd repo && git push --force origin main")
+        parsed = payload("pytest -q 2>&1 | tail -5")  # a redirection: tree-sitter parses this line
         scenarios = [
             ("python -c pass", bare, b"", env, None),
             ("hook, 500 glob rules, no match", hook, no_match, env, "glob"),
             ("hook, 500 glob rules, block", hook, block, env, "glob"),
+            ("hook, 500 glob rules, no match, line parsed by tree-sitter", hook, parsed, env, "glob"),
             ("hook, 500 rules incl. 25 Bash regex, no match", hook, no_match, env, "regex"),
             ("hook, 500 glob rules, no match, cems not precompiled", hook_from_source, no_match, uncached_env,
              "glob"),

@@ -315,7 +315,7 @@ def _unwrap(argv: list[str], static: list[bool], stdin: list[str | None], depth:
         if name == "function":
             start += 2
             continue
-        if any(char in name for char in "*?[") or name.startswith("~"):
+        if name not in ("[", "[[") and (any(char in name for char in "*?[") or name.startswith("~")):
             analysis.unchecked.append("the command name is a file name pattern")
             return
         argv, static = [name, *argv[start + 1:]], [True, *static[start + 1:]]
@@ -395,6 +395,12 @@ def _special(name: str, argv: list[str], static: list[bool], stdin: list[str | N
         index = argv.index(action)
         _run_string(action if static[index] else None, depth, analysis,
                     "trap runs a command only known at run time")
+    elif name in ("export", "declare", "typeset", "local", "readonly"):
+        for index, word in enumerate(argv[1:], start=1):
+            variable, eq, value = word.partition("=")
+            if eq and variable in _COMMAND_VARIABLES:
+                _run_string(value if static[index] else None, depth, analysis,
+                            f"${variable} is set to a command only known at run time")
     elif name == "alias":
         for word in argv[1:]:
             alias, eq, value = word.partition("=")

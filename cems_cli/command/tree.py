@@ -425,7 +425,9 @@ def _redirect(node: Any, context: _Context, simple: Simple) -> None:
     if kind == "heredoc_redirect":
         quoted_delimiter = False
         for child in node.children:
-            if child.type == "heredoc_start":
+            if child.type in _REDIRECTS:  # `cat <<EOF > f`: the grammar puts `> f` inside the here-doc
+                _redirect(child, context, simple)
+            elif child.type == "heredoc_start":
                 quoted_delimiter = any(q in _text(child) for q in "'\"\\")
             elif child.type == "heredoc_body":
                 expands = [c for c in child.children if c.type != "heredoc_content"]
@@ -451,7 +453,8 @@ def _redirect(node: Any, context: _Context, simple: Simple) -> None:
 def _command(node: Any, context: _Context, redirects: list[Any], pipe: int, prefix: str = "") -> Simple:
     simple = Simple([], context.depth, pipe)
     words: list[tuple[str, bool]] = []
-    first = True
+    word_pieces: list[list[Piece]] = []
+    last_end = -1
     for child in node.children:
         kind = child.type
         if kind == "variable_assignment":
@@ -461,10 +464,29 @@ def _command(node: Any, context: _Context, redirects: list[Any], pipe: int, pref
         elif kind == "command_name" or child.is_named:
             target = child.children[0] if kind == "command_name" and child.children else child
             pieces = _pieces(target, context)
-            if first and prefix:
+            if not word_pieces and prefix:
                 pieces = [(prefix, False, True, False), *pieces]
-            first = False
-            words.extend(fields(pieces))
+            if word_pieces and child.start_byte == last_end:
+                # Adjacent nodes are one word to the shell. The grammar splits `rm$IFS-rf$IFS/` after a
+                # lone `$`: that `$` and the name that follows are one expansion again.
+                previous = word_pieces[-1]
+                if previous and previous[-1][0].endswith("$") and not previous[-1][1] and pieces \
+                        and not pieces[0][1]:
+                    head = pieces[0][0]
+                    length = next((i for i, c in enumerate(head) if not (c.isalnum() or c == "_")), len(head))
+                    if length and not head[0].isdigit():
+                        value = _variable(head[:length], context)
+                        text = previous[-1][0][:-1]
+                        previous[-1] = (text, False, True, False)
+                        expanded: Piece = (value, False, True, True) if value is not None else (
+                            "$" + head[:length], False, False, False)
+                        pieces = [expanded, (head[length:], False, True, False), *pieces[1:]]
+                previous.extend(pieces)
+            else:
+                word_pieces.append(pieces)
+            last_end = child.end_byte
+    for pieces in word_pieces:
+        words.extend(fields(pieces))
     for redirect in redirects:
         _redirect(redirect, context, simple)
     simple.words = [word for word, _ in words]
@@ -482,7 +504,8 @@ def _statement(node: Any, context: _Context, pipe: int = 0, redirects: list[Any]
         body = node.child_by_field_name("body")
         own = [c for c in node.children if c.type in _REDIRECTS]
         after = [c for r in own if r.type == "heredoc_redirect" for c in r.children
-                 if c.is_named and c.type not in ("heredoc_start", "heredoc_body", "heredoc_end")]
+                 if c.is_named and c.type not in ("heredoc_start", "heredoc_body", "heredoc_end")
+                 and c.type not in _REDIRECTS]
         if body is None:
             holder = Simple([], context.depth, pipe)
             for redirect in own:
@@ -506,20 +529,17 @@ def _statement(node: Any, context: _Context, pipe: int = 0, redirects: list[Any]
         _pipeline(node, context, 0)
         return
     if kind == "variable_assignment":
-        name, value = _assign(node, context)
-        context.variables[name] = value
+        _remember(_assign(node, context), context, pipe)
         return
     if kind == "variable_assignments":
         for child in node.children:
             if child.type == "variable_assignment":
-                name, value = _assign(child, context)
-                context.variables[name] = value
+                _remember(_assign(child, context), context, pipe)
         return
     if kind == "declaration_command":  # export R=rm, declare -x R=rm, local R=rm
         for child in node.children:
             if child.type == "variable_assignment":
-                name, value = _assign(child, context)
-                context.variables[name] = value
+                _remember(_assign(child, context), context, pipe)
             elif child.is_named:
                 _nested_in(child, context)
         return
@@ -543,6 +563,15 @@ def _statement(node: Any, context: _Context, pipe: int = 0, redirects: list[Any]
     for child in node.children:
         if child.is_named:
             _statement(child, context, pipe)
+
+
+def _remember(assignment: tuple[str, str | None], context: _Context, pipe: int) -> None:
+    """A variable set for the rest of the line; also kept as a command of its own with no words, so the
+    model sees `export GIT_PAGER='…'` as it sees `GIT_PAGER='…' git log`."""
+    context.variables[assignment[0]] = assignment[1]
+    holder = Simple([], context.depth, pipe)
+    holder.assignments.append(assignment)
+    context.out.append(holder)
 
 
 def _pipeline(node: Any, context: _Context, first: int) -> None:

@@ -416,12 +416,14 @@ def imported_modules(home: Path, stdin: dict) -> set[str]:
 @pytest.mark.parametrize("command", ["git status", "cd x && git push --force",
                                      "git commit -m 'a \"b\"' && sudo -u root \\rm -rf $(pwd)/x"])
 def test_hot_path_imports_nothing_heavy(home, command):
+    parsed = "$(" in command  # tree-sitter's binding imports `re` and `enum` itself (~10 ms, measured)
     set_rules(home, make_rule("git push --force*", "Bash"), make_rule("*.env", "Edit", action="ask"),
               make_rule(r"^kubectl\s+delete", "Bash", regex=True),
               make_rule("terraform *", "Bash", project="acme/infra"))
     modules = imported_modules(home, bash(command))
     assert "cems_cli.rules.matcher" in modules
-    assert not modules & FORBIDDEN_ON_HOT_PATH, modules & FORBIDDEN_ON_HOT_PATH
+    forbidden = FORBIDDEN_ON_HOT_PATH - ({"re", "enum"} if parsed else set())
+    assert not modules & forbidden, modules & forbidden
     assert not {m for m in modules if m.split(".")[0] in {"pydantic", "typer", "rich", "psycopg", "numpy"}}
 
 
@@ -430,13 +432,13 @@ def test_plain_commands_do_not_load_the_shell_parser(home, command):
     set_rules(home, make_rule("git push --force*", "Bash"), make_rule("rm -rf*", "Bash"))
     modules = imported_modules(home, bash(command))
     assert "cems_cli.rules.matcher" in modules and "cems_cli.command.tree" not in modules
-    assert "tree_sitter._binding" not in modules
     parsed = imported_modules(home, bash("echo $(date) > x"))
-    assert "cems_cli.command.tree" in parsed and "tree_sitter._binding" in parsed
+    assert "cems_cli.command.tree" in parsed
     # The packages' own __init__ (typing, importlib.resources: ~15 ms) are not needed to parse.
     assert "tree_sitter_bash" not in parsed and "importlib.resources" not in parsed
 
 
-def test_without_bash_rules_a_command_is_not_parsed(home):
-    set_rules(home, make_rule("*.env", "Edit", action="ask"))
+def test_without_bash_or_edit_rules_a_command_is_not_parsed(home):
+    # Rules on Edit do read Bash commands (the files they write); a rule on WebFetch does not.
+    set_rules(home, make_rule("*evil*", "WebFetch"))
     assert "cems_cli.command.model" not in imported_modules(home, bash("echo $(date) | sh"))
