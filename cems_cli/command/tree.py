@@ -582,16 +582,39 @@ def _pipeline(node: Any, context: _Context, first: int) -> None:
             position += 1
 
 
+def _join_continued_lines(text: str) -> str:
+    """Line continuations removed, as the shell does before it splits words (`r\\<newline>m` is `rm`;
+    the grammar would read two words). Inside single quotes a backslash is a backslash, so they are kept."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    in_single = in_double = False
+    while i < n:
+        char = text[i]
+        if in_single:
+            close = text.find("'", i)
+            close = n if close < 0 else close
+            out.append(text[i:close + 1])
+            i, in_single = close + 1, False
+            continue
+        if char == "\\" and i + 1 < n:
+            if text[i + 1] != "\n":
+                out.append(text[i:i + 2])
+            i += 2
+            continue
+        if char == "'" and not in_double:
+            in_single = True
+        elif char == '"':
+            in_double = not in_double
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
 def parse_into(text: str, context: _Context) -> bool:
     """Parse `text` and append its simple commands to context.out; False when part of it does not parse."""
     source = _glue_braces(text[:MAX_PARSE_CHARS])
     if "\\\n" in source:
-        # A line continuation vanishes before words are split (`r\<newline>m` is `rm`), which the grammar
-        # does not do inside a word. Only an odd run of backslashes continues the line. (`re` is loaded
-        # by the tree-sitter binding already.)
-        import re
-
-        source = re.sub(r"(?<!\\)((?:\\\\)*)\\\n", r"\1", source)
+        source = _join_continued_lines(source)
     tree = parser().parse(source.encode("utf-8", "surrogatepass"))
     root = tree.root_node
     for child in root.children:
