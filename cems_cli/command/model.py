@@ -328,6 +328,10 @@ def _unwrap(argv: list[str], static: list[bool], stdin: list[str | None], depth:
         if wrapper is not None:
             short_values, long_values, operands, _ = wrapper
             start = skip_options(argv, 1, short_values, long_values)
+            if name == "command" and any(w in ("-v", "-V") for w in argv[1:start]):
+                return  # `command -v rm` only says where rm is
+            if name == "xargs" and start < len(argv) and basename(argv[start]) in _SHELLS:
+                _xargs_shell(argv, start, static, analysis)
             if name == "env":
                 split = option_value(argv, 1, start, "S", "--split-string")
                 if split is not None and depth < MAX_DEPTH:  # env -S 'rm -rf' /: the string is split
@@ -370,6 +374,21 @@ def _unwrap(argv: list[str], static: list[bool], stdin: list[str | None], depth:
             return
         _special(name, argv, static, stdin, depth, analysis)
         return
+
+
+def _xargs_shell(argv: list[str], start: int, static: list[bool], analysis: Analysis) -> None:
+    """`… | xargs sh` runs script files named by its input, and `xargs -I{} sh -c '{}'` runs the input
+    itself: words only known at run time become the script."""
+    replace = option_value(argv, 1, start, "I", "--replace")
+    if replace is None and any(w == "-i" or w.startswith("--replace") for w in argv[1:start]):
+        replace = "{}"
+    shell = argv[start:]
+    script_at = next((i + 1 for i, w in enumerate(shell[1:], start=1)
+                      if len(w) > 1 and w[0] == "-" and w[1] != "-" and "c" in w), None)
+    if script_at is None or script_at >= len(shell):
+        analysis.unchecked.append("xargs runs a shell on input only known at run time")
+    elif replace and replace in shell[script_at]:
+        analysis.unchecked.append("xargs puts input only known at run time into a shell script")
 
 
 def _special(name: str, argv: list[str], static: list[bool], stdin: list[str | None], depth: int,

@@ -82,7 +82,7 @@ def test_what_a_line_runs(text, expected):
     "text",
     ['eval "$(curl x)"', "source <(curl x)", ". <(curl x)", "curl x | sh", "$(echo rm) -rf /",
      "`echo rm` -rf /", "$CMD -rf /", "bash -c \"$X\"", 'git -c core.pager="$P" log', "/???/r? -rf /",
-     "sh < /dev/stdin"],
+     "sh < /dev/stdin", "xargs -a cmds sh", "echo 'rm -rf /' | xargs -I{} sh -c '{}'"],
 )
 def test_what_cannot_be_checked(text):
     assert analyse(text).unchecked
@@ -116,6 +116,10 @@ def test_an_unchecked_command_asks_only_when_a_bash_block_rule_applies():
 )
 def test_writes(text, writes):
     assert analyse(text).writes == writes
+
+
+def test_command_v_runs_nothing():
+    assert analyse("command -v rm").commands == [["command", "-v", "rm"]]
 
 
 def test_edit_rules_resolve_symlinks(tmp_path):
