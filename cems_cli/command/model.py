@@ -701,7 +701,7 @@ def capture_commands(text: str) -> list[Invocation]:
     """The top-level simple commands of `text`, in order, for capture (see `Invocation`)."""
     try:
         found, _ = simples(text)
-    except ImportError:
+    except Exception:  # capture must go on: a line it cannot read yields no command, as an empty one
         found = []
     out: list[Invocation] = []
     for simple in found:

@@ -15,6 +15,24 @@ from __future__ import annotations
 SHELL_SYNTAX = frozenset("\\$`#()<>{}\x0b\x0c\x1c\x1d\x1e\x1f")
 PLAIN_MAX_CHARS = 16 * 1024
 
+# Command names the model must read itself: wrappers it unwraps, programs that run a string as commands or
+# change what runs (shells, eval, trap, git's -c and aliases, ssh, docker…), and reserved words. The same
+# names as in `cems_cli.command.model` (tests/unit/test_command_model.py keeps them in step).
+NEEDS_MODEL = frozenset({
+    # wrappers
+    "sudo", "doas", "pkexec", "env", "nice", "nohup", "timeout", "command", "builtin", "exec", "time",
+    "stdbuf", "setsid", "ionice", "chrt", "taskset", "caffeinate", "unbuffer", "xvfb-run", "chronic",
+    "busybox", "coproc", "xargs", "runuser", "flock", "strace", "ltrace", "nsenter", "unshare", "chroot",
+    "systemd-run", "firejail", "fakeroot", "proot", "watch", "parallel", "dbus-run-session",
+    # shells
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "rbash", "csh", "tcsh",
+    # reserved words
+    "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "esac", "function",
+    # commands that run strings or settings
+    "su", "script", "eval", "source", ".", "trap", "alias", "find", "ssh", "docker", "podman",
+    "nerdctl", "kubectl", "export", "declare", "typeset", "local", "readonly",
+})
+
 
 class Simple:
     """One simple command as parsed: its words after the static expansions, which of them are fully
@@ -112,3 +130,26 @@ def plain_simples(text: str) -> list[Simple] | None:
             in_word = True
     end_command(0)
     return simples
+
+
+def fast_commands(text: str) -> list[list[str]] | None:
+    """The commands of a plain line whose commands the model would return as they are (no wrapper, no
+    assignment, no command name with a directory or a pattern), exactly as `model.analyse` gives them;
+    None when the model must read the line."""
+    simples = plain_simples(text)
+    if simples is None:
+        return None
+    commands: list[list[str]] = []
+    for simple in simples:
+        if simple.assignments:
+            return None
+        name = simple.words[0]
+        if name in NEEDS_MODEL or "/" in name or "=" in name or not name.isprintable() or any(
+                char in name for char in "*?[~"):
+            return None
+        # `git status` is as it is; git's own options (`-c alias.p=…`, `-C dir`) and `git config` are not
+        if name == "git" and len(simple.words) > 1 and (
+                simple.words[1][:1] == "-" or simple.words[1] == "config"):
+            return None
+        commands.append(simple.words)
+    return commands

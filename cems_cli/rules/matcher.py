@@ -231,7 +231,7 @@ class _Values:
         self.firsts = {text.partition(" ")[0] for text in self.texts}
         self.commands = commands
         self.unchecked: list[str] = []  # why part of a shell command cannot be checked before it runs
-        self.writes: list[str] = []  # files a shell command writes
+        self.writes: list[str] | None = None  # files a shell command writes; None: not worked out yet
         self._shapes: list[tuple[str, Any]] | None = None
         self._pairs: set[str] | None = None
 
@@ -391,12 +391,20 @@ def _command_values(command: str, cwd: str | None) -> _Values:
     """A shell command as `cems_cli.command.model` reads it: the raw line, then every command it runs
     (`commands`), what cannot be checked before it runs (`unchecked`) and the files it writes (`writes`)."""
     try:
+        from cems_cli.command.plain import fast_commands
+
+        # Most lines (`git status`, `cd x && pytest -q | tail`) need neither the model nor the parser:
+        # importing them would cost ~1 ms and ~12 ms of a hook whose whole budget is ~5 ms.
+        commands = fast_commands(command)
+        if commands is not None:
+            return _Values([command.strip()], commands)
         from cems_cli.command.model import analyse
 
         analysis = analyse(command)
     except Exception:  # a parser failure must not switch the rules off: the raw text is still matched
         values = _Values(_command_candidates(command), [])
         values.unchecked = ["the command line could not be parsed"]
+        values.writes = []
         return values
     if analysis.parsed:
         # Parsed: the line and its commands. Splitting the raw text on `;` or `|` would read a quoted
@@ -412,8 +420,13 @@ def _command_values(command: str, cwd: str | None) -> _Values:
 
 def _write_values(command_values: _Values, cwd: str | None) -> _Values:
     """The files a shell command writes, as path candidates: what rules on Edit are matched against."""
+    writes = command_values.writes
+    if writes is None:  # a plain line, split without the model: ask it now, for the files it writes
+        from cems_cli.command.model import analyse
+
+        writes = analyse(command_values.texts[0]).writes if command_values.texts else []
     paths: list[str] = []
-    for target in command_values.writes:
+    for target in writes:
         paths.extend(_path_candidates(target, cwd))
     return _Values(list(dict.fromkeys(paths)))
 

@@ -432,6 +432,7 @@ def test_plain_commands_do_not_load_the_shell_parser(home, command):
     set_rules(home, make_rule("git push --force*", "Bash"), make_rule("rm -rf*", "Bash"))
     modules = imported_modules(home, bash(command))
     assert "cems_cli.rules.matcher" in modules and "cems_cli.command.tree" not in modules
+    assert "cems_cli.command.model" not in modules  # the fast path splits plain lines alone
     parsed = imported_modules(home, bash("echo $(date) > x"))
     assert "cems_cli.command.tree" in parsed
     # The packages' own __init__ (typing, importlib.resources: ~15 ms) are not needed to parse.

@@ -162,6 +162,30 @@ def test_plain_path_agrees_with_the_parser():
     assert plain_simples("echo $HOME") is None and plain_simples("echo 'unclosed") is None
 
 
+def test_fast_path_gives_exactly_what_the_model_gives():
+    import random
+
+    from cems_cli.command import model
+    from cems_cli.command.plain import NEEDS_MODEL, fast_commands
+
+    rng = random.Random(7)
+    pieces = ["a", "b", "rm", "-rf", "/x", "x=1", "=", " ", " ", "\t", ";", "&", "|", "\n", "'", '"', "'x y'",
+              '"a;b"', "''", "*", "~", "é", "tee", "cat", "git", "git ", "-c", "config", "alias.p=push",
+              *sorted(NEEDS_MODEL)[::5]]
+    fast = 0
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        commands = fast_commands(text)
+        if commands is not None:
+            fast += 1
+            assert commands == model.analyse(text).commands, text
+    assert fast > 1000
+    special = (set(model._WRAPPERS) | model._SHELLS | model._KEYWORDS | model._DOCKER_LIKE
+               | {"function", "su", "script", "eval", "source", ".", "trap", "alias", "find", "ssh",
+                  "kubectl", "export", "declare", "typeset", "local", "readonly"})
+    assert special == NEEDS_MODEL
+
+
 @pytest.mark.parametrize("text", ["a " * 40000, ";" * 70000, "$(a) " * 15000, '"$(' * 25000, "{" * 30000,
                                   "rm -rf " + "a" * 5_000_000])
 def test_parsing_is_bounded(text):
