@@ -7,7 +7,7 @@ Rule sets: `rm` = `Bash: rm -rf*`, `root` = `Bash: rm -rf /`, `push` = `Bash: gi
 holds 500 unrelated rules, as a real snapshot would.
 
 Also measured: the cost of loading tree-sitter the way the hook does (its C bindings only) and the full
-packages, each in a fresh interpreter, and the time to analyse one command line once loaded.
+packages, each in a fresh interpreter (fastest of N runs), and the time to decide on one command line.
 Results go to bench/results/command_rules.json. Targets: ≥ 98% of harmful commands blocked, ≥ 98% of
 safe ones allowed.
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -59,7 +58,8 @@ def measure_import(code: str, runs: int) -> float:
         started = time.perf_counter()
         subprocess.run([sys.executable, "-c", code], check=True, cwd=str(REPO))
         samples.append((time.perf_counter() - started) * 1000)
-    return statistics.median(samples)
+    # The fastest run: on a shared machine the median mostly measures the neighbours' load.
+    return min(samples)
 
 
 def main() -> None:

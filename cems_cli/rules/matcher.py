@@ -218,7 +218,7 @@ def _path_candidates(path: str, cwd: str | None) -> list[str]:
 
 class _Values:
     """What the rules on one field are tried against, computed once per tool call. For a shell command,
-    `commands` holds each simple command as the shell sees it (`cems_cli.rules.shell`) and `texts` their
+    `commands` holds each simple command as the shell sees it (`cems_cli.command.model`) and `texts` their
     words joined by spaces after the raw forms; `firsts` is every text's first word, a cheap early "no"."""
 
     __slots__ = ("texts", "firsts", "commands", "unchecked", "writes", "_shapes", "_pairs")
@@ -297,7 +297,7 @@ def _option_set(words: list[str], name: str, operands: list[str]) -> set[str]:
         return names
     unified = set()
     for option in names:
-        if option not in aliases and option.startswith("--") and len(option) > 3 and "=" not in option:
+        if option not in aliases and option.startswith("--") and len(option) > 2 and "=" not in option:
             # GNU getopt and git accept any unambiguous prefix: `rm --rec --for` is `rm -r -f`. Erring
             # towards a match, a prefix of a listed spelling is taken as that spelling.
             option = next((full for full in aliases if full.startswith(option)), option)
@@ -369,7 +369,7 @@ def _has_option(option: str, command_options: set[str]) -> bool:
     if option in command_options:
         return True
     return option.startswith("--") and any(
-        given.startswith("--") and len(given) > 3 and "=" not in given and option.startswith(given)
+        given.startswith("--") and len(given) > 2 and "=" not in given and option.startswith(given)
         for given in command_options)
 
 

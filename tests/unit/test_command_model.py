@@ -232,6 +232,19 @@ def test_quoted_patterns_are_parsed_like_commands():
     assert pattern_shape("a 'b'\nc") is None
 
 
+@pytest.mark.parametrize(
+    ("pattern", "argv", "expected"),
+    [("rm -rf*", ["rm", "--rec", "--for", "/"], True), ("rm -rf*", ["rm", "--r", "--f", "/"], True),
+     ("rm -rf*", ["rm", "--rec", "/"], False), ("git push --force*", ["git", "push", "--mir"], True),
+     ("git push --force*", ["git", "push", "--forc", "origin"], True),
+     ("npm publish --force*", ["npm", "publish", "--forc"], True),
+     ("npm publish --force*", ["npm", "publish", "--forcex"], False)],
+)
+def test_long_options_match_their_abbreviations(pattern, argv, expected):
+    shape = pattern_shape(pattern)
+    assert shape is not None and shape_matches(shape, command_shape(argv)) == expected
+
+
 def test_command_shape_unifies_option_spellings():
     assert command_shape(["rm", "--recursive", "-v", "--force", "x"]) == ("rm", ["x"], {"-r", "-v", "-f"})
     assert command_shape(["git", "push", "origin", "+main"])[2] == {"-f"}
