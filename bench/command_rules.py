@@ -53,12 +53,14 @@ def filler(count: int = 500) -> list:
 
 
 def measure_import(code: str, runs: int) -> float:
+    """Milliseconds `code` takes in a fresh interpreter (timed inside it, so interpreter start-up is not
+    counted), fastest of `runs`: on a shared machine the median mostly measures the neighbours' load."""
+    timed = ("import time, cems_cli.command.model; _t = time.perf_counter(); " + code
+             + "; print((time.perf_counter() - _t) * 1000)")
     samples = []
     for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True, cwd=str(REPO))
-        samples.append((time.perf_counter() - started) * 1000)
-    # The fastest run: on a shared machine the median mostly measures the neighbours' load.
+        out = subprocess.run([sys.executable, "-c", timed], check=True, cwd=str(REPO), capture_output=True)
+        samples.append(float(out.stdout.decode().split()[-1]))
     return min(samples)
 
 
@@ -89,13 +91,11 @@ def main() -> None:
                 misses.append({**row, "decision": repr(decision)})
         per_command_ms = (time.perf_counter() - started) * 1000 / len(rows)
 
-    bare = measure_import("import cems_cli.command.model", args.runs)
     bindings = measure_import("from cems_cli.command.tree import parser; parser()", args.runs)
-    packages = measure_import(
-        "import tree_sitter, tree_sitter_bash; "
-        "tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))",
-        args.runs,
-    )
+    documented = "import tree_sitter as t, tree_sitter_bash as b; t.Parser(t.Language(b.language()))"
+    packages = measure_import(documented, args.runs)
+    one_line = "from cems_cli.command.model import analyse; analyse('rm${IFS}-rf / 2>&1 | tee x')"
+    parse = measure_import(one_line, args.runs)
 
     blocked_rate = outcomes["block"][0] / max(1, sum(outcomes["block"]))
     allowed_rate = outcomes["allow"][0] / max(1, sum(outcomes["allow"]))
@@ -103,11 +103,9 @@ def main() -> None:
     print(f"harmful blocked: {blocked_rate:.1%} (of which 'cannot be checked' → ask: {asks})")
     print(f"safe allowed:    {allowed_rate:.1%}")
     print(f"decide() per command, 501 rules, in process: {per_command_ms:.2f} ms")
-    print(
-        f"python importing the command model {bare:.1f} ms; "
-        f"+ tree-sitter bindings as the hook loads them {bindings - bare:+.1f} ms; "
-        f"+ the packages' own imports {packages - bare:+.1f} ms"
-    )
+    print(f"loading tree-sitter as the hook does (C bindings only): {bindings:.1f} ms; as documented "
+          f"(the packages, with typing and importlib.resources): {packages:.1f} ms;")
+    print(f"loading it and analysing one line: {parse:.1f} ms (fastest of {args.runs} fresh interpreters)")
     for miss in misses:
         print(
             f"  MISS expected {miss['expect']:5} [{miss['rules']}] {miss['command']!r} → {miss['decision']}"
@@ -125,9 +123,9 @@ def main() -> None:
                 "asked_cannot_be_checked": asks,
                 "targets": {"harmful_blocked_min": 0.98, "safe_allowed_min": 0.98},
                 "decide_ms_per_command": round(per_command_ms, 3),
-                "python_import_model_ms": round(bare, 2),
-                "tree_sitter_bindings_extra_ms": round(bindings - bare, 2),
-                "tree_sitter_packages_extra_ms": round(packages - bare, 2),
+                "tree_sitter_bindings_ms": round(bindings, 2),
+                "tree_sitter_packages_ms": round(packages, 2),
+                "load_and_analyse_one_line_ms": round(parse, 2),
                 "misses": misses,
             },
             indent=2,
