@@ -105,7 +105,7 @@ _COMMAND_VARIABLES = frozenset({"GIT_PAGER", "PAGER", "MANPAGER", "GIT_EDITOR", 
                                 "PROMPT_COMMAND", "BASH_ENV", "ENV", "SUDO_ASKPASS", "DIFF_VIEWER"})
 # Options of `ssh` that take a value; its first operand is the host, the rest a command line.
 _SSH_SHORT_VALUES = "BbcDEeFIiJLlmOoPpQRSWw"
-_DOCKER_LIKE = frozenset({"docker", "podman", "nerdctl"})
+_DOCKER_LIKE = frozenset({"docker", "podman", "nerdctl", "docker-compose", "podman-compose"})
 _DOCKER_LONG_VALUES = frozenset({
     "--add-host", "--attach", "--blkio-weight", "--cap-add", "--cap-drop", "--cgroup-parent", "--cidfile",
     "--cpu-period", "--cpu-quota", "--cpu-shares", "--cpus", "--cpuset-cpus", "--device", "--dns",
@@ -486,11 +486,15 @@ def _parallel(argv: list[str], start: int, depth: int, analysis: Analysis) -> No
 
 def _container(argv: list[str], static: list[bool], depth: int, analysis: Analysis) -> None:
     """`docker run [options] IMAGE cmd…`, `docker exec [options] CONTAINER cmd…`, `docker container run`."""
+    if argv[0].endswith("-compose"):  # `docker-compose run …` is `docker compose run …`
+        argv, static = [argv[0], "compose", *argv[1:]], [True, True, *static[1:]]
     i = 1
     while i < len(argv) and argv[i].startswith("-"):
         i += 1
-    if i < len(argv) and argv[i] == "container":
+    if i < len(argv) and argv[i] in ("container", "compose"):  # `docker compose run SERVICE cmd…` too
         i += 1
+        while i < len(argv) and argv[i].startswith("-"):
+            i += 2 if argv[i] in ("-f", "--file", "-p", "--project-name", "--profile", "--env-file") else 1
     if i >= len(argv) or argv[i] not in ("run", "exec", "create"):
         return
     # past the options, then the image or container
@@ -546,11 +550,8 @@ def _git(argv: list[str], static: list[bool], depth: int, analysis: Analysis) ->
         elif word.startswith("--config-env"):
             i += 1 if "=" in word else 2
             continue
-        elif word.startswith("-"):
-            i = skip_options(argv, i, _GIT_SHORT_VALUES, _GIT_LONG_VALUES) if word in ("-C",) or (
-                word in _GIT_LONG_VALUES) else i + 1
-            if word == "-C":
-                pass
+        elif word.startswith("-"):  # one option at a time: a `-c` may follow (`git -C dir -c alias.p=…`)
+            i += 2 if word == "-C" or word in _GIT_LONG_VALUES else 1
             continue
         else:
             break
@@ -603,20 +604,27 @@ def _git_config(rest: list[str], depth: int, analysis: Analysis) -> None:
 
 
 def _operands(argv: list[str], short_values: str = "", long_values: frozenset[str] = _NONE) -> list[str]:
+    """The operands of argv[1:], options anywhere among them (GNU style) and the values of those that take
+    one skipped; everything after `--` is an operand."""
     out: list[str] = []
     i, size = 1, len(argv)
     while i < size:
         word = argv[i]
-        if word == "--":
-            out.extend(argv[i + 1:])
-            break
-        if len(word) > 1 and word[0] == "-":
-            i = skip_options(argv, i, short_values, long_values)
-            if i < size and (len(argv[i]) < 2 or argv[i][0] != "-") and argv[i - 1] != "--":
-                pass
-            continue
-        out.append(word)
         i += 1
+        if word == "--":
+            out.extend(argv[i:])
+            break
+        if len(word) < 2 or word[0] != "-":
+            out.append(word)
+        elif word[1] == "-":
+            if "=" not in word and word in long_values:
+                i += 1
+        else:
+            for index in range(1, len(word)):
+                if word[index] in short_values:
+                    if index == len(word) - 1:
+                        i += 1
+                    break
     return out
 
 

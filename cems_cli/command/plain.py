@@ -30,7 +30,8 @@ NEEDS_MODEL = frozenset({
     "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!", "esac", "function",
     # commands that run strings or settings
     "su", "script", "eval", "source", ".", "trap", "alias", "find", "ssh", "docker", "podman",
-    "nerdctl", "kubectl", "export", "declare", "typeset", "local", "readonly",
+    "nerdctl", "docker-compose", "podman-compose", "kubectl", "export", "declare", "typeset", "local",
+    "readonly",
 })
 
 

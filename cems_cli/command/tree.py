@@ -403,7 +403,7 @@ def _assign(node: Any, context: _Context) -> tuple[str, str | None]:
     if value_node.type == "array":
         _nested_in(value_node, context)
         return name, None
-    words = fields([p for p in _pieces(value_node, context, False) if True])
+    words = fields(_pieces(value_node, context, False))
     # An assignment's value is not field-split or brace-expanded: join back what `fields` split.
     value = " ".join(word for word, _ in words)
     static = all(s for _, s in words)

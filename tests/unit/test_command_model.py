@@ -61,6 +61,7 @@ def test_corpus(row, project):
         ("GIT_PAGER='rm -rf /' git log", ["rm", "-rf", "/"]),
         ("git -c alias.p='push --force' p", ["git", "push", "--force"]),
         ("g=git; $g push --force", ["git", "push", "--force"]),
+        ("git -C repo -c alias.p='push --force' p", ["git", "push", "--force"]),
         ("runuser -u root -- rm -rf /", ["rm", "-rf", "/"]),
         ("nsenter -t 1 -m rm -rf /", ["rm", "-rf", "/"]),
         ("systemd-run --user rm -rf /", ["rm", "-rf", "/"]),
@@ -69,6 +70,8 @@ def test_corpus(row, project):
         ("ssh -p 22 host rm -rf /", ["rm", "-rf", "/"]),
         ("docker run --rm -v /:/h alpine rm -rf /h", ["rm", "-rf", "/h"]),
         ("kubectl exec -it pod -- rm -rf /", ["rm", "-rf", "/"]),
+        ("docker compose -f c.yml run --rm web rm -rf /", ["rm", "-rf", "/"]),
+        ("docker-compose exec web rm -rf /", ["rm", "-rf", "/"]),
         ("find . -exec rm -rf {} \\;", ["rm", "-rf", "{}"]),
     ],
 )
@@ -112,7 +115,7 @@ def test_an_unchecked_command_asks_only_when_a_bash_block_rule_applies():
     [("echo x > a 2>&1", ["a"]), ("tee -a a b", ["a", "b"]), ("sed -i s/a/b/ f", ["f"]),
      ("sed -i -e s/a/b/ f g", ["f", "g"]), ("cp a b c/", ["c/"]), ("mv a b", ["b", "a"]),
      ("dd if=a of=b", ["b"]), ("cat <<EOF > f\nx\nEOF", ["f"]), ("{ a; b; } > f", ["f"]),
-     ("cp -t d a", ["d"])],
+     ("cp -t d a", ["d"]), ("tee -- -a", ["-a"]), ("sed -e s/a/b/ -i f", ["f"])],
 )
 def test_writes(text, writes):
     assert analyse(text).writes == writes
