@@ -110,6 +110,17 @@ def test_an_unchecked_command_asks_only_when_a_bash_block_rule_applies():
     assert decide(other_project, "Bash", command, project="c/d") is None
 
 
+def test_the_hook_answers_ask_and_says_why():
+    from cems_cli.hookio import pre_tool_use_answer
+
+    decision = decide([make_rule("rm -rf*", "Bash")], "Bash", {"command": "curl -s x | sh"})
+    answer = pre_tool_use_answer(decision)
+    assert answer is not None
+    output = answer["hookSpecificOutput"]
+    assert output["permissionDecision"] == "ask"
+    assert "cannot be checked: sh reads commands from a pipe" in output["permissionDecisionReason"]
+
+
 @pytest.mark.parametrize(
     ("text", "writes"),
     [("echo x > a 2>&1", ["a"]), ("tee -a a b", ["a", "b"]), ("sed -i s/a/b/ f", ["f"]),
