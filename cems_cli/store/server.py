@@ -372,17 +372,34 @@ def _program_deleted(pid: int) -> bool:
         return False
 
 
+def _programs(user: str | None, uid: int, gid: int) -> Path:
+    """The folder of the programs to run: the wheel's own, or as root a root-owned copy the server's user can
+    reach wherever CEMS is installed (store/programs.py: root's home and `mktemp -d` are 0700)."""
+    bins = _bin_dir()
+    if user is None:
+        return bins
+    from cems_cli.store.programs import ProgramsError, root_copy
+
+    ROOT_BASE.parent.mkdir(parents=True, exist_ok=True)
+    _private_dir(ROOT_BASE, 0, 0, others_may_traverse=True)
+    try:
+        bins = root_copy(bins, ROOT_BASE)
+    except (ProgramsError, OSError) as error:
+        raise ServerError(
+            f"could not prepare the PostgreSQL programs for the system user {user}: {error}"
+        ) from None
+    blocked = _reachable_by(bins / "postgres", uid, gid)
+    if blocked is not None:
+        raise ServerError(
+            f"the PostgreSQL programs in {bins} cannot be reached by the system user {user} "
+            f"({blocked} is closed to other users). Fix: let other users pass through {blocked} (chmod o+x)"
+        )
+    return bins
+
+
 def _start_locked(pgdata: Path, running: PostmasterState | None) -> None:
     user, uid, gid = _server_ids()
-    bins = _bin_dir()
-    if user is not None:
-        blocked = _reachable_by(bins / "postgres", uid, gid)
-        if blocked is not None:
-            raise ServerError(
-                f"the PostgreSQL programs in {bins} cannot be reached by the system user {user} "
-                f"({blocked} is private). CEMS does not open folders it did not create: install CEMS "
-                "in a location other users can read (e.g. a virtualenv outside /root)"
-            )
+    bins = _programs(user, uid, gid)
     if running is not None:
         # Started by an earlier version (trust logins, socket possibly in a shared folder) or from an
         # installation since deleted: restart it under the rules above, from this installation. Stopping it
@@ -633,8 +650,8 @@ def stop_server(pgdata: Path) -> bool:
     if state is None:
         return False
     with _start_lock(pgdata):
-        user, _uid, _gid = _server_ids()
-        _pg_ctl_stop(pgdata, user, _bin_dir())
+        user, uid, gid = _server_ids()
+        _pg_ctl_stop(pgdata, user, _programs(user, uid, gid))
         with contextlib.suppress(OSError):
             handle_file = pgdata / ".handle_pids.json"
             if handle_file.exists():
