@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cems_cli import procs
+from cems_cli.paths import make_home
 
 _log = logging.getLogger("cems.server")
 
@@ -280,13 +281,14 @@ def _is_secure(state: PostmasterState, pgdata: Path) -> bool:
 def _start_lock(pgdata: Path) -> Iterator[None]:
     """One starter at a time per data dir, across processes (flock releases itself if we die)."""
     lock_path = pgdata.parent / ".pg.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    make_home(lock_path.parent)
+    # Owner-only whatever the umask (a library caller keeps its own, often 022).
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _prune_handle_pids(pgdata: Path) -> None:
@@ -348,7 +350,7 @@ def ensure_server(pgdata: Path) -> PostmasterState:
     state = read_postmaster(pgdata)
     if state is not None and _is_secure(state, pgdata):
         return state
-    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    make_home(pgdata.parent)
     with _start_lock(pgdata):
         state = read_postmaster(pgdata)  # another process may have started it while we waited
         if state is not None and _is_secure(state, pgdata):
