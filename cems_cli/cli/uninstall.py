@@ -118,7 +118,7 @@ def _render(doc: dict[str, Any]) -> None:
         say("stopped the embedded PostgreSQL")
     for path in doc["data"]["removed"]:
         say(f"deleted {path}")
-    if not doc["data"]["purged"] and not doc["errors"]:
+    if not doc["data"]["purged"] and not doc["errors"] and Path(doc["home"]).exists():
         say(f"kept the data in {doc['home']} (delete it with --purge-data)")
     for error in doc["errors"]:
         err_console.print(f"error: {error}", markup=False, soft_wrap=True)

@@ -318,6 +318,15 @@ def _home_of(pid: int) -> str | None:
 _NOT_A_SERVER = (b"--stop", b"--status", b"--daemon", b"--help")  # `cems serve` asking, not serving
 
 
+def _is_cli_server(words: list[bytes]) -> bool:
+    """`cems serve [--idle-timeout N]` (the program `cems`, or `python -m cems_cli.cli.app`)."""
+    for index, word in enumerate(words[:-1]):
+        program = os.path.basename(word) == b"cems" or word == b"cems_cli.cli.app"
+        if program and words[index + 1] == b"serve":
+            return not any(option in _NOT_A_SERVER for option in words[index + 2 :])
+    return False
+
+
 def server_processes(home: Path) -> list[int]:
     """Every search server of this user for `home`: the one serving and any other started for it, which
     waits to take the lock (a hook spawns one whenever no server answers, and it loads for seconds before
@@ -338,10 +347,8 @@ def server_processes(home: Path) -> list[int]:
         words = procinfo.cmdline(pid)
         if not words or procinfo.owner(pid) != os.geteuid():
             continue
-        if b"cems_cli.server.daemon" not in words:
-            cli = b"serve" in words and any(b"cems" in word for word in words)
-            if not cli or any(word in _NOT_A_SERVER for word in words):
-                continue
+        if b"cems_cli.server.daemon" not in words and not _is_cli_server(words):
+            continue
         if _home_of(pid) == target:
             found.append(pid)
     return sorted(found)

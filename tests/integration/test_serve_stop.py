@@ -88,3 +88,12 @@ def test_a_server_still_running_is_reported_with_a_non_zero_exit(cli, monkeypatc
     assert "error: a search server still runs: pid 12" in result.stderr
     result = cli("serve", "--stop", "--json")
     assert result.code == 1 and result.json()["still_running"] == [12] and result.json()["running"] is True
+
+
+def test_only_a_serving_cems_serve_counts_as_a_server():
+    from cems_cli.server.daemon import _is_cli_server
+
+    assert _is_cli_server([b"/v/bin/python", b"/v/bin/cems", b"serve", b"--idle-timeout", b"5"])
+    assert _is_cli_server([b"python", b"-m", b"cems_cli.cli.app", b"serve"])
+    assert not _is_cli_server([b"/v/bin/cems", b"serve", b"--stop"])  # asking, not serving
+    assert not _is_cli_server([b"python", b"-m", b"pytest", b"/src/cems/tests", b"-k", b"serve"])
