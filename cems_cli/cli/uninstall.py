@@ -1,5 +1,5 @@
 """`cems uninstall`: hooks, MCP server and plugin out of Claude Code, every CEMS process of this CEMS_HOME
-stopped, and with --purge-data its memories deleted (cems_cli/uninstall.py does the work)."""
+stopped, and with --purge-data its memories deleted (the steps: uninstall_steps.py)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def uninstall(
     (and any waiting to take over), the observer and the embedded PostgreSQL. The package itself stays:
     remove it with pip, or delete the clone.
     """
-    from cems_cli import uninstall as steps
+    from cems_cli.cli import uninstall_steps as steps
     from cems_cli.config import get_settings
 
     settings = get_settings()

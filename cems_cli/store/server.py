@@ -563,6 +563,33 @@ def _collect_orphans() -> None:
         record.unlink(missing_ok=True)
 
 
+def remove_root_cluster(pgdata: Path) -> list[str]:
+    """As root, for `cems uninstall --purge-data`: delete this home's stopped cluster under /var/lib/cems and
+    its record, then the copies of the programs once no cluster is left to run them. What was removed."""
+    removed: list[str] = []
+    if not pgdata.is_symlink() or read_postmaster(pgdata) is not None:
+        return removed
+    base = data_dir(pgdata).parent
+    if base.parent != ROOT_BASE or not base.name.isalnum():
+        return removed
+    for path in (base, ROOT_BASE / f"{base.name}.home"):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+        else:
+            continue
+        removed.append(str(path))
+    if not any(ROOT_BASE.glob("*.home")):
+        from cems_cli.store import programs
+
+        for copy in programs.copies(ROOT_BASE):
+            if not programs.in_use(copy):
+                shutil.rmtree(copy)
+                removed.append(str(copy))
+    return removed
+
+
 def _write_password_file(pgdata: Path, password: str) -> None:
     """`pg.pass` in libpq passfile format, 0600, replaced atomically."""
     path = password_file(pgdata)

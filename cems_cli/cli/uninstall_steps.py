@@ -1,4 +1,4 @@
-"""`cems uninstall`: take CEMS out of Claude Code, stop everything it runs, and (asked) delete its data.
+"""The steps of `cems uninstall`: CEMS out of Claude Code, what it runs stopped, (asked) its data deleted.
 
 Reuses what each part's own command does (`cems hooks uninstall`, the MCP registration, `cems plugin
 uninstall`, `cems serve --stop`, `cems observe stop`, `cems db stop`); this module only decides where to look
@@ -200,7 +200,7 @@ def stop_everything(settings: Settings) -> tuple[dict[str, Any], list[str]]:
 def purge(settings: Settings) -> tuple[dict[str, Any], list[str]]:
     """Delete CEMS_HOME and what belongs to it elsewhere (a root cluster, short socket folders)."""
     from cems_cli.paths import pgdata_path
-    from cems_cli.store.server import ROOT_BASE, data_dir, read_postmaster
+    from cems_cli.store.server import read_postmaster, remove_root_cluster
 
     home = settings.home
     pgdata = pgdata_path(home)
@@ -210,22 +210,14 @@ def purge(settings: Settings) -> tuple[dict[str, Any], list[str]]:
     problem = purge_problem(home)
     if problem is not None:
         return {"removed": removed}, [problem]
-    elsewhere = [*_socket_folders(settings)]
-    cluster = data_dir(pgdata) if pgdata.is_symlink() else None
-    if cluster is not None and cluster.parent.parent == ROOT_BASE:
-        elsewhere += [cluster.parent, ROOT_BASE / f"{cluster.parent.name}.home"]
-    for path in elsewhere:
+    for path in _socket_folders(settings):
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
             removed.append(str(path))
-        elif path.exists() or path.is_symlink():
-            path.unlink()
-            removed.append(str(path))
+    removed += remove_root_cluster(pgdata)
     if home.exists():
         shutil.rmtree(home)
         removed.append(str(home))
-    if os.geteuid() == 0:
-        removed += _unneeded_programs(ROOT_BASE)
     return {"removed": removed}, []
 
 
@@ -243,17 +235,3 @@ def _socket_folders(settings: Settings) -> list[Path]:
     uid = os.geteuid()
     short = [folder for folder in found if folder.parent.name == f"cems-{uid}"]
     return [folder for folder in short if problem(folder.parent, uid, others_may_traverse=True) is None]
-
-
-def _unneeded_programs(base: Path) -> list[str]:
-    """The root-owned copies of the PostgreSQL programs, once no cluster under `base` is left to run them."""
-    from cems_cli.store import programs
-
-    if any(base.glob("*.home")):
-        return []
-    removed = []
-    for copy in programs.copies(base):
-        if not programs.in_use(copy):
-            shutil.rmtree(copy)
-            removed.append(str(copy))
-    return removed
