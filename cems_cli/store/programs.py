@@ -167,7 +167,10 @@ def _remove(folder: Path) -> None:
     """Rename aside first: a half-removed copy must never look like a usable one."""
     aside = folder.with_name(f".{folder.name}.old-{os.getpid()}")
     os.rename(folder, aside)
-    shutil.rmtree(aside, ignore_errors=True)
+    if aside.is_symlink():
+        aside.unlink()
+    else:
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def _make(copy: Path, bins: Path, inventory: dict[str, os.stat_result]) -> None:
@@ -234,3 +237,7 @@ def _prune(base: Path, keep: Path) -> None:
         with contextlib.suppress(OSError):
             if old != keep and time.time() - old.stat().st_mtime > UNUSED_SECONDS and not in_use(old):
                 _remove(old)
+    for leftover in base.glob(f".{PREFIX}*"):  # a copy interrupted half-made or half-removed
+        with contextlib.suppress(OSError):
+            if time.time() - leftover.lstat().st_mtime > UNUSED_SECONDS:
+                shutil.rmtree(leftover, ignore_errors=True)
