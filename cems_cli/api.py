@@ -113,6 +113,7 @@ def open(  # noqa: A001 - `cems.open()`, like `io.open` / `sqlite3.connect`: the
     """A `Memory` on the settings CEMS would use here (environment, config.toml, defaults), with any of
     these given explicitly taking precedence. Nothing is connected or loaded until it is needed."""
     from cems_cli.config import load_settings
+    from cems_cli.paths import make_home
 
     base = settings or load_settings()
     update: dict[str, Any] = {}
@@ -126,7 +127,11 @@ def open(  # noqa: A001 - `cems.open()`, like `io.open` / `sqlite3.connect`: the
         update["project"] = project
     if database_url is not None:
         update["database_url"] = database_url
-    return Memory(base.model_copy(update=update) if update else base)
+    chosen = base.model_copy(update=update) if update else base
+    # The CLI and the daemons set a private umask; a library caller keeps its own (often 022), so the data
+    # folder is made owner-only here and the files CEMS creates in it carry explicit modes.
+    make_home(chosen.home)
+    return Memory(chosen)
 
 
 class Memory:

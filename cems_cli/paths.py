@@ -23,6 +23,21 @@ def cems_home() -> Path:
     return base / "cems"
 
 
+def make_home(home: Path) -> Path:
+    """Create `home` owner-only (0700) if it is missing, whatever the caller's umask: a program that uses
+    the library (`cems.open()`) keeps its own umask, typically 022. Its parents are made as usual; a folder
+    that exists is left as the user made it."""
+    try:
+        os.mkdir(home, 0o700)
+    except FileNotFoundError:
+        home.parent.mkdir(parents=True, exist_ok=True)
+        return make_home(home)
+    except FileExistsError:
+        return home
+    os.chmod(home, 0o700)  # mkdir's mode passes through the umask, which may take the owner's bits too
+    return home
+
+
 def rules_snapshot_path(home: Path | None = None) -> Path:
     return (home or cems_home()) / "rules.snapshot.json"
 

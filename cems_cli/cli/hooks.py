@@ -607,8 +607,13 @@ def serve(
     check_range("--idle-timeout", idle, 1, 7 * 86400)  # NaN never timed out; a week is "until stopped"
     home = get_settings().home
     if stop:
-        stopped = server.stop_server(home)
-        emit_json({"stopped": stopped}) if as_json else console.print("stopped" if stopped else "not running")
+        report = server.stop_servers(home)
+        if as_json:
+            emit_json(report.to_json())
+        else:
+            _print_stopped(report)
+        if report.still_running:
+            raise typer.Exit(1)
         return
     if status:
         pid = server.server_pid(home)
@@ -642,6 +647,25 @@ def serve(
         fail(str(error), code=1)
     if code:
         fail(f"a search server already runs for {home} (pid {server.server_pid(home)})", code=1)
+
+
+def _print_stopped(report: Any) -> None:
+    """What `serve --stop` did, one line (errors on stderr: a server still running)."""
+    from cems_cli.cli.common import err_console
+
+    if report.stopped:
+        pids = ", ".join(str(pid) for pid in report.stopped)
+        text = f"stopped the search server (pid {pids})"
+        if len(report.stopped) > 1:
+            text = f"stopped {len(report.stopped)} search servers, the serving one and those waiting ({pids})"
+        if report.forced:
+            text += f"; {', '.join(map(str, report.forced))} ignored SIGTERM and was killed"
+        console.print(text, markup=False)
+    elif not report.still_running:
+        console.print("not running", markup=False)
+    if report.still_running:
+        pids = ", ".join(str(pid) for pid in report.still_running)
+        err_console.print(f"error: a search server still runs: pid {pids}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

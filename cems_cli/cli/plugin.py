@@ -232,5 +232,35 @@ def uninstall(
         raise typer.Exit(1)
 
 
+def uninstall_everywhere(program: str) -> dict[str, Any]:
+    """`cems uninstall`: the plugin from every scope `claude plugin list` shows it in, then its marketplace
+    entry. Never fails the caller: what `claude` said is in the result."""
+    steps: list[dict[str, Any]] = []
+    listed = _run_claude(program, ["list"])
+    installed = listed["result"] if isinstance(listed["result"], list) else None
+    if installed is None:
+        error = f"`claude plugin list` failed: {_message(listed)}"
+        return {"uninstalled": False, "scopes": [], "error": error, "claude": [listed]}
+    scopes = sorted(
+        {
+            str(item.get("scope")) if item.get("scope") in SCOPES else "user"
+            for item in installed
+            if isinstance(item, dict) and item.get("id") == PLUGIN_ID
+        }
+    )
+    steps += [_run_claude(program, ["uninstall", PLUGIN_ID, "--scope", scope]) for scope in scopes]
+    markets = _run_claude(program, ["marketplace", "list"])["result"]
+    names = [m.get("name") for m in markets if isinstance(m, dict)] if isinstance(markets, list) else []
+    if MARKETPLACE in names:
+        steps.append(_run_claude(program, ["marketplace", "remove", MARKETPLACE]))
+    failed = [step for step in steps if step["returncode"] != 0]
+    return {
+        "uninstalled": bool(scopes) and not failed,
+        "scopes": scopes,
+        "error": "; ".join(_message(step) for step in failed) or None,
+        "claude": steps,
+    }
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(plugin_app, name="plugin")

@@ -22,6 +22,7 @@ import signal
 import socketserver
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -284,18 +285,132 @@ def server_pid(home: Path) -> int | None:
     return pid if _is_search_server(pid, recorded) else None
 
 
-def stop_server(home: Path, timeout: float = 10.0) -> bool:
-    pid = server_pid(home)
-    if pid is None:
-        return False
+def _environ(pid: int) -> dict[bytes, bytes] | None:
+    """The environment `pid` started with (/proc/<pid>/environ; ours only), or None."""
     try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:  # it exited between the check and the signal
-        return True
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    pairs = (item.partition(b"=") for item in raw.split(b"\0") if item)
+    return {key: value for key, _, value in pairs}
+
+
+def _home_of(pid: int) -> str | None:
+    """The CEMS_HOME a server process serves, as `paths.cems_home` decides it from its environment."""
+    env = _environ(pid)
+    if env is None:
+        return None
+    explicit = os.fsdecode(env.get(b"CEMS_HOME", b"").strip())
+    if explicit:
+        home = explicit
+        if home == "~" or home.startswith("~/"):  # its HOME, not ours
+            home = os.fsdecode(env.get(b"HOME", b"/")) + home[1:]
+        if not os.path.isabs(home):  # relative to where `cems serve` was typed
+            with contextlib.suppress(OSError):
+                home = os.path.join(os.readlink(f"/proc/{pid}/cwd"), home)
+        return os.path.realpath(home)
+    xdg = env.get(b"XDG_DATA_HOME", b"").strip()
+    base = os.fsdecode(xdg) if xdg else os.path.join(os.fsdecode(env.get(b"HOME", b"/")), ".local", "share")
+    return os.path.realpath(os.path.join(base, "cems"))
+
+
+_NOT_A_SERVER = (b"--stop", b"--status", b"--daemon", b"--help")  # `cems serve` asking, not serving
+
+
+def _is_cli_server(words: list[bytes]) -> bool:
+    """`cems serve [--idle-timeout N]` (the program `cems`, or `python -m cems_cli.cli.app`)."""
+    for index, word in enumerate(words[:-1]):
+        program = os.path.basename(word) == b"cems" or word == b"cems_cli.cli.app"
+        if program and words[index + 1] == b"serve":
+            return not any(option in _NOT_A_SERVER for option in words[index + 2 :])
+    return False
+
+
+def server_processes(home: Path) -> list[int]:
+    """Every search server of this user for `home`: the one serving and any other started for it, which
+    waits to take the lock (a hook spawns one whenever no server answers, and it loads for seconds before
+    it tries the lock) and would take over the moment the serving one stops. Linux /proc; [] elsewhere."""
+    from cems_cli import procinfo
+
+    target = os.path.realpath(home)
+    me = os.getpid()
+    found: list[int] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        pid = int(name)
+        words = procinfo.cmdline(pid)
+        if not words or procinfo.owner(pid) != os.geteuid():
+            continue
+        if b"cems_cli.server.daemon" not in words and not _is_cli_server(words):
+            continue
+        if _home_of(pid) == target:
+            found.append(pid)
+    return sorted(found)
+
+
+@dataclass
+class Stopped:
+    """What `stop_servers` did: the servers it stopped, and any still running when it gave up."""
+
+    stopped: list[int] = field(default_factory=list)
+    still_running: list[int] = field(default_factory=list)
+    forced: list[int] = field(default_factory=list)  # needed SIGKILL after the grace period
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stopped": bool(self.stopped),
+            "pids": self.stopped,
+            "forced": self.forced,
+            "running": bool(self.still_running),
+            "still_running": self.still_running,
+        }
+
+
+def stop_servers(home: Path, timeout: float = 10.0, kill_after: float = 5.0) -> Stopped:
+    """Stop every search server of `home` (the serving one and any waiting to take over), and wait until
+    none runs: SIGTERM, then SIGKILL for those still there after `kill_after` seconds (safe: a server only
+    reads). One started meanwhile (a hook's) is stopped too. `still_running` lists those that outlived
+    `timeout` seconds."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and server_pid(home) == pid:
+    forced_at = time.monotonic() + kill_after
+    signalled: dict[int, str | None] = {}
+    report = Stopped()
+    from cems_cli import procinfo
+
+    while True:
+        running = set(server_processes(home))
+        recorded = server_pid(home)
+        if recorded is not None:
+            running.add(recorded)
+        for pid in running:
+            ident = procinfo.identity(pid)
+            if signalled.get(pid, "") != ident:  # new, or the pid reused by another server
+                signalled[pid] = ident
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
+        if not running or time.monotonic() >= deadline:
+            break
+        if time.monotonic() >= forced_at:
+            for pid in running - set(report.forced):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                report.forced.append(pid)
         time.sleep(0.05)
-    return True
+    report.still_running = sorted(running)
+    report.stopped = sorted(set(signalled) - running)
+    report.forced = sorted(set(report.forced) & set(report.stopped))
+    return report
+
+
+def stop_server(home: Path, timeout: float = 10.0) -> bool:
+    """Stop the search servers of `home`; True if one was running (see stop_servers)."""
+    return bool(stop_servers(home, timeout).stopped)
 
 
 def main() -> int:

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cems_cli import procs
+from cems_cli.paths import make_home
 
 _log = logging.getLogger("cems.server")
 
@@ -280,13 +281,14 @@ def _is_secure(state: PostmasterState, pgdata: Path) -> bool:
 def _start_lock(pgdata: Path) -> Iterator[None]:
     """One starter at a time per data dir, across processes (flock releases itself if we die)."""
     lock_path = pgdata.parent / ".pg.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock_path, "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    make_home(lock_path.parent)
+    # Owner-only whatever the umask (a library caller keeps its own, often 022).
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _prune_handle_pids(pgdata: Path) -> None:
@@ -348,7 +350,7 @@ def ensure_server(pgdata: Path) -> PostmasterState:
     state = read_postmaster(pgdata)
     if state is not None and _is_secure(state, pgdata):
         return state
-    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    make_home(pgdata.parent)
     with _start_lock(pgdata):
         state = read_postmaster(pgdata)  # another process may have started it while we waited
         if state is not None and _is_secure(state, pgdata):
@@ -372,17 +374,34 @@ def _program_deleted(pid: int) -> bool:
         return False
 
 
+def _programs(user: str | None, uid: int, gid: int) -> Path:
+    """The folder of the programs to run: the wheel's own, or as root a root-owned copy the server's user can
+    reach wherever CEMS is installed (store/programs.py: root's home and `mktemp -d` are 0700)."""
+    bins = _bin_dir()
+    if user is None:
+        return bins
+    from cems_cli.store.programs import ProgramsError, root_copy
+
+    ROOT_BASE.parent.mkdir(parents=True, exist_ok=True)
+    _private_dir(ROOT_BASE, 0, 0, others_may_traverse=True)
+    try:
+        bins = root_copy(bins, ROOT_BASE)
+    except (ProgramsError, OSError) as error:
+        raise ServerError(
+            f"could not prepare the PostgreSQL programs for the system user {user}: {error}"
+        ) from None
+    blocked = _reachable_by(bins / "postgres", uid, gid)
+    if blocked is not None:
+        raise ServerError(
+            f"the PostgreSQL programs in {bins} cannot be reached by the system user {user} "
+            f"({blocked} is closed to other users). Fix: let other users pass through {blocked} (chmod o+x)"
+        )
+    return bins
+
+
 def _start_locked(pgdata: Path, running: PostmasterState | None) -> None:
     user, uid, gid = _server_ids()
-    bins = _bin_dir()
-    if user is not None:
-        blocked = _reachable_by(bins / "postgres", uid, gid)
-        if blocked is not None:
-            raise ServerError(
-                f"the PostgreSQL programs in {bins} cannot be reached by the system user {user} "
-                f"({blocked} is private). CEMS does not open folders it did not create: install CEMS "
-                "in a location other users can read (e.g. a virtualenv outside /root)"
-            )
+    bins = _programs(user, uid, gid)
     if running is not None:
         # Started by an earlier version (trust logins, socket possibly in a shared folder) or from an
         # installation since deleted: restart it under the rules above, from this installation. Stopping it
@@ -544,6 +563,33 @@ def _collect_orphans() -> None:
         record.unlink(missing_ok=True)
 
 
+def remove_root_cluster(pgdata: Path) -> list[str]:
+    """As root, for `cems uninstall --purge-data`: delete this home's stopped cluster under /var/lib/cems and
+    its record, then the copies of the programs once no cluster is left to run them. What was removed."""
+    removed: list[str] = []
+    if not pgdata.is_symlink() or read_postmaster(pgdata) is not None:
+        return removed
+    base = data_dir(pgdata).parent
+    if base.parent != ROOT_BASE or not base.name.isalnum():
+        return removed
+    for path in (base, ROOT_BASE / f"{base.name}.home"):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+        else:
+            continue
+        removed.append(str(path))
+    if not any(ROOT_BASE.glob("*.home")):
+        from cems_cli.store import programs
+
+        for copy in programs.copies(ROOT_BASE):
+            if not programs.in_use(copy):
+                shutil.rmtree(copy)
+                removed.append(str(copy))
+    return removed
+
+
 def _write_password_file(pgdata: Path, password: str) -> None:
     """`pg.pass` in libpq passfile format, 0600, replaced atomically."""
     path = password_file(pgdata)
@@ -633,8 +679,8 @@ def stop_server(pgdata: Path) -> bool:
     if state is None:
         return False
     with _start_lock(pgdata):
-        user, _uid, _gid = _server_ids()
-        _pg_ctl_stop(pgdata, user, _bin_dir())
+        user, uid, gid = _server_ids()
+        _pg_ctl_stop(pgdata, user, _programs(user, uid, gid))
         with contextlib.suppress(OSError):
             handle_file = pgdata / ".handle_pids.json"
             if handle_file.exists():

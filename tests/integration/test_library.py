@@ -123,3 +123,32 @@ def test_the_readme_example_runs(env, capsys):
     assert "cems.open()" in example
     exec(compile(example, "README.md", "exec"), {})  # noqa: S102 - the documented example, run as written
     assert "In this repo we use pnpm, never npm" in capsys.readouterr().out
+
+
+def test_open_keeps_the_callers_umask_and_makes_its_files_owner_only(env, tmp_path):
+    """A program using the library keeps its umask (022 here): the CLI's private umask is not set, so the
+    data folder and every file CEMS makes in it carry owner-only modes of their own."""
+    import os
+    import stat
+
+    from cems_cli.store.server import stop_server
+
+    home = tmp_path / "library-home"
+    previous = os.umask(0o022)
+    try:
+        with cems.open(home=home) as opened:
+            opened.remember("The library keeps its own files private.")
+            assert opened.search("private files")
+        assert os.umask(0o022) == 0o022  # the caller's umask, unchanged
+    finally:
+        os.umask(previous)
+        stop_server(home / "pg")
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    opened_up = []
+    for root, dirs, files in os.walk(home):  # not into the cluster's own folder (PostgreSQL's modes)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d)) and d != "pg"]
+        for name in [*dirs, *files]:
+            path = os.path.join(root, name)
+            if not os.path.islink(path) and os.lstat(path).st_mode & 0o077:
+                opened_up.append(f"{oct(stat.S_IMODE(os.lstat(path).st_mode))} {path}")
+    assert opened_up == []
