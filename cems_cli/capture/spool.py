@@ -286,14 +286,22 @@ def _tail(text: str, limit: int) -> str:
 _SHAPE_TRIGGERS = tuple(
     "private :// akia asia ghp_ gho_ ghu_ ghs_ ghr_ github_pat_ sk- k_live_ k_test_ xox aiza eyj "
     "hooks.slack.com discord cookie hf_ api_org_ npm_ sg. glpat- gldt- glptt- glrt- gloas- glcbt- glsoat- "
-    "glffct- glagent- glimt- glft-".split()
+    "glffct- glagent- glimt- glft- hvs. hvb. dapi shpat_ shpca_ shppa_ shpss_ pypi-age _v1_ "
+    "ya29. gocspx- xapp- whsec_ glsa_ glc_ lin_api_ ntn_ tt3 atbb pmak- age-secret-key-1 sig= "
+    "signature= security-token=".split()
 )
-# Clients whose password options redaction knows, each with the option spellings (lowercased) one of which
-# its redaction needs: `test_login PASSED` names no `docker login -p`.
+# Short prefixes that are everywhere in prose ("task", "key-value") count only with the hex digits after them
+# that the shapes need: Twilio's SK and Mailgun's key- take 32.
+_HEX_TAILED = (("sk", 32), ("key-", 32))
+_HEX_DIGITS = "0123456789abcdef"
+# Clients (and other words) whose password redaction knows, each with the option spellings (lowercased) one
+# of which its redaction needs: `test_login PASSED` names no `docker login -p`, `sudo -v` reads no stdin.
 _COMMAND_TRIGGERS = (
     ("mysql", ("-p",)), ("mariadb", ("-p",)), ("sshpass", ("-p",)), ("login", ("-p",)),
     ("curl", ("-u", "-b", "--cookie")), ("redis-cli", ("-a", "-p")), ("ldap", ("-w",)),
-    ("openssl", ("pass:",)),
+    ("openssl", ("pass:", "-k")), ("htpasswd", ("b",)), ("zip", ("-p",)), ("7z", ("-p",)), ("smb", ("%",)),
+    ("rpcclient", ("%",)), ("sudo", ("-s", "--stdin")),
+    ("machine", ("password",)), ("default", ("password",)),  # .netrc
 )
 _NAME_TRIGGERS = tuple("secret token pass pwd key cred auth".split())
 # What may follow a secret-ish word before the separator in the patterns of redact.py: at most 40 more key
@@ -303,10 +311,14 @@ _KEY_TAIL = 40
 _QUOTES = "\"'`"
 _FLAG_CHARS = "abcdefghijklmnopqrstuvwxyz-"
 _WORD_OR_DASH = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+# "my password for the db is …": redact.py allows `for` and three words of at most 64 characters between.
+_SAID_WINDOW = 300
 REDACTION_KINDS = frozenset(
     "private_key password bearer aws_access_key aws_secret_key github_token anthropic_key openai_key "
     "stripe_key slack_token google_api_key jwt slack_webhook discord_webhook api_key cookie gitlab_token "
-    "huggingface_token npm_token sendgrid_key".split()
+    "huggingface_token npm_token sendgrid_key vault_token databricks_token shopify_token pypi_token "
+    "digitalocean_token google_oauth_token google_client_secret grafana_token linear_key notion_token "
+    "atlassian_token postman_key twilio_key mailgun_key age_secret_key telegram_bot_token signature".split()
 )
 
 
@@ -321,7 +333,49 @@ def may_need_redaction(text: str) -> bool:
     if any(name in lowered and any(option in lowered for option in options)
            for name, options in _COMMAND_TRIGGERS):
         return True
-    return _names_a_value(lowered) or _flags_a_value(lowered)
+    if any(_hex_follows(lowered, prefix, length) for prefix, length in _HEX_TAILED):
+        return True
+    return (_names_a_value(lowered) or _flags_a_value(lowered) or _says_a_password(lowered)
+            or _bot_token_colon(lowered))
+
+
+def _hex_follows(lowered: str, prefix: str, length: int) -> bool:
+    found = lowered.find(prefix)
+    while found >= 0:
+        start = found + len(prefix)
+        tail = lowered[start : start + length]
+        if len(tail) == length and not tail.strip(_HEX_DIGITS):
+            return True
+        found = lowered.find(prefix, found + 1)
+    return False
+
+
+def _says_a_password(lowered: str) -> bool:
+    """"password is …": a `pass` word, then ` is` or ` was` later on its line (within redact.py's bound)."""
+    found = lowered.find("pass")
+    while found >= 0:
+        end = lowered.find("\n", found, found + _SAID_WINDOW)
+        window = lowered[found : end if end >= 0 else found + _SAID_WINDOW]
+        if any(verb in window for verb in (" is", "\tis", " was", "\twas")):
+            return True
+        found = lowered.find("pass", found + 4)
+    return False
+
+
+_TOKEN_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_-"
+
+
+def _bot_token_colon(lowered: str) -> bool:
+    """A Telegram bot token: at least 5 digits (the bot's id), `:a` and 34 token characters
+    (`file.py:12:assert` in grep output is not one)."""
+    found = lowered.find(":a")
+    while found >= 0:
+        tail = lowered[found + 2 : found + 36]
+        bot_id = lowered[found - 5 : found] if found >= 5 else ""
+        if bot_id.isdigit() and len(tail) == 34 and not tail.strip(_TOKEN_CHARS):
+            return True
+        found = lowered.find(":a", found + 2)
+    return False
 
 
 def _names_a_value(lowered: str) -> bool:

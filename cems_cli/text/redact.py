@@ -1,13 +1,19 @@
 """Privacy for every write path: drop `<private>` blocks, replace secrets with `[REDACTED:kind]`.
 
 Secrets are recognised three ways:
-* by their own shape: provider tokens (GitHub, GitLab, OpenAI, Anthropic, Stripe, Slack, Google, Hugging Face,
-  npm, SendGrid), JWTs, PEM and PGP private keys, AWS key ids and a 40-character AWS secret next to one, Slack
-  and Discord webhook URLs, passwords in URLs;
+* by their own shape: provider tokens (GitHub, GitLab, OpenAI, Anthropic, Stripe keys and webhook secrets,
+  Slack bot/user/app tokens, Google API keys, OAuth access tokens and client secrets, Hugging Face, npm, PyPI,
+  SendGrid, Vault, Databricks, Shopify, DigitalOcean, Grafana, Linear, Notion, Atlassian, Postman, Twilio,
+  Mailgun, Telegram bots), age identities, JWTs, PEM and PGP private keys, AWS key ids and a 40-character AWS
+  secret within 4 KB of one, Slack and Discord webhook URLs, passwords in URLs, the signature of a signed URL
+  (`sig=`, `X-Amz-Signature=`, `X-Goog-Signature=`, `Signature=`) and an STS session token in one;
 * by their place: HTTP headers (`Authorization:` with any scheme, `X-Api-Key:` and its kin, the values of
-  `Cookie:` and `Set-Cookie:`) and the password options of common clients (`mysql -pX`, `curl -u user:pw`,
-  `sshpass -p X`, `docker login -p X`, `redis-cli -a X`, `ldapsearch -w X`, `openssl -passin pass:X`);
-* by the name they are assigned to (`DB_PASSWORD=…`, `"api_key": "…"`, `AccountKey=…`, `API_KEY = a1b2c3d4`).
+  `Cookie:` and `Set-Cookie:`), the password options of common clients (`mysql -pX`, `curl -u user:pw`,
+  `sshpass -p X`, `docker login -p X`, `redis-cli -a X`, `ldapsearch -w X`, `openssl -passin pass:X`,
+  `openssl enc -k X`, `htpasswd -b f user X`, `zip -P X`, `7z -pX`, `smbclient -U user%X`), what is piped to
+  `sudo -S`, `.netrc` entries (`machine h login u password X`) and prose ("my password is X");
+* by the name they are assigned to (`DB_PASSWORD=…`, `"api_key": "…"`, `AccountKey=…`, `API_KEY = a1b2c3d4`,
+  with no-break spaces around the `=` too, `client_secret: q8Xz…` after other text on its line).
 The last two ways are where false positives live, so they keep the name, redact only the value, and leave
 values that are plainly code or references alone: `password = get_password()`, `token: str`,
 `API_KEY=${API_KEY}`, `secret = settings.secret`, `Authorization: Bearer $TOKEN`, `{"x-api-key": apiKey}`.
@@ -29,6 +35,7 @@ secret at all) pay.
 
 from __future__ import annotations
 
+import bisect
 import re
 
 TYPE_CHECKING = False  # `typing` costs ~25 ms to import; annotations are strings anyway
@@ -37,6 +44,9 @@ if TYPE_CHECKING:
 
 _FLAGS = re.ASCII
 _FOLDED = re.ASCII | re.IGNORECASE
+# A blank between a name and its value: a space, a tab, or the no-break and other Unicode spaces that text
+# pasted from a chat, a wiki or a PDF carries (`API_KEY\u00a0=\u00a0…`). Written out: the patterns are ASCII.
+_BLANK = "[ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]"
 
 
 def _marker(kind: str) -> str:
@@ -157,13 +167,37 @@ _PRIVATE_KEY = re.compile(
 )
 
 # An AWS secret access key is 40 characters of base64 with no prefix; alone it cannot be told from other
-# base64, but within a few lines after an access key id (a CSV row, `aws configure` prompts, a chat message)
-# it is the key's secret. Both cases must occur (a git SHA-1 is 40 lowercase hex characters).
-_AWS_SECRET_NEAR_ID = re.compile(
-    r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b[\s\S]{1,160}?(?<![A-Za-z0-9/+=])"
-    r"(?P<secret>(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
+# base64, but near an access key id (a CSV row, `aws configure` prompts, a chat message, a JSON document) it
+# is the key's secret. Both must occur, and the 40 characters must mix cases and hold a digit or a symbol (a
+# git SHA-1 is 40 lowercase hex characters). "Near" is a screenful (4 KB) either side: the candidates and the
+# ids are found by one scan each and paired by position, so the distance costs nothing (a pattern spanning
+# the gap would rescan it once per id).
+_AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", _FLAGS)
+_AWS_SECRET_CANDIDATE = re.compile(
+    r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[0-9/+])"
+    r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
     _FLAGS,
 )
+_AWS_NEAR = 4096
+
+
+def _replace_aws_secret_near_id() -> Replacer:
+    marker = _marker("aws_secret_key")
+    seen: list[object] = [None, ()]  # the text last scanned for key ids, and where they end
+
+    def replace(match: re.Match[str]) -> str:
+        text = match.string
+        if seen[0] is not text:
+            seen[0], seen[1] = text, [m.start() for m in _AWS_KEY_ID.finditer(text)]
+        starts: list[int] = seen[1]  # type: ignore[assignment]
+        index = bisect.bisect_left(starts, match.start())
+        near = (index < len(starts) and starts[index] - match.end() <= _AWS_NEAR) or (
+            index > 0 and match.start() - starts[index - 1] <= _AWS_NEAR
+        )
+        return marker if near else match.group(0)
+
+    return replace
+
 
 _URL_PASSWORD = re.compile(
     r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,30}+://[^\s:/@]{0,256}+:(?P<secret>[^\s@/]{1,512}+)(?=@)",
@@ -172,14 +206,21 @@ _URL_PASSWORD = re.compile(
 
 # --- command lines: one match per command (up to `;`, `|`, `&`, a backtick or the end of the line, quotes and
 # `\`-newline continuations included); `_replace_command` then redacts the password options it takes.
+_COMMAND_ARGS = r"(?P<args>(?:\"[^\"\n]*+\"|'[^'\n]*+'|\\[\s\S]|[^\n;|&\"'`\\]++|[\"'])*+)"
 _COMMAND = re.compile(
     r"(?<![\w.\-])(?P<command>mysql(?:dump|admin|import|show|check|pump|slap|sh)?|mariadb(?:-[a-z]{2,12}+)?"
     r"|sshpass|docker|podman|nerdctl|buildah|skopeo|helm|oras|curl|redis-cli|ldap[a-z]{2,12}+|openssl)"
-    r"(?![\w.\-])"
-    r"(?P<args>(?:\"[^\"\n]*+\"|'[^'\n]*+'|\\[\s\S]|[^\n;|&\"'`\\]++|[\"'])*+)",
+    r"(?![\w.\-])" + _COMMAND_ARGS,
     _FOLDED,
 )
 _COMMAND_GATES = ("mysql", "mariadb", "sshpass", "login", "curl", "redis-cli", "ldap", "openssl")
+# Rarer clients, in a pattern of their own: a text naming `curl` does not pay for looking for them too.
+_RARE_COMMAND = re.compile(
+    r"(?<![\w.\-])(?P<command>htpasswd|zip|unzip|7za?|7zz|smbclient|smbget|smbcacls|smbmap|rpcclient)"
+    r"(?![\w.\-])" + _COMMAND_ARGS,
+    _FOLDED,
+)
+_RARE_COMMAND_GATES = ("htpasswd", "zip", "7z", "smb", "rpcclient")
 _VALUE = r"(?P<value>\"[^\"\n]*+\"|'[^'\n]*+'|[^\s\"'`]++)"
 _OPTION_VALUE = {
     # mysql -pSECRET (attached: `-p` alone prompts, `-p db` names a database), --password[=| ]SECRET
@@ -189,8 +230,22 @@ _OPTION_VALUE = {
     "login": re.compile(r"(?<=\s)(?:-p[ \t]*+|--password(?:=|[ \t]++))(?!-)" + _VALUE),
     "redis-cli": re.compile(r"(?<=\s)(?:-a|--pass)[ \t]++(?!-)" + _VALUE),
     "ldap": re.compile(r"(?<=\s)-w[ \t]*+(?!-)" + _VALUE),
-    "openssl": re.compile(r"(?<=\s)-(?:pass|passin|passout|kpass)[ \t]++[\"']?pass:(?P<value>[^\s\"']++)"),
+    # openssl -passin pass:SECRET (`env:`/`file:` name where it is), and `enc -k SECRET` / `-K HEXKEY`
+    "openssl": re.compile(
+        r"(?<=\s)(?:-(?:pass|passin|passout|kpass|password)[ \t]++[\"']?pass:|-[kK][ \t]++(?!-))" + _VALUE
+    ),
+    # zip/unzip -P SECRET (zip's -p does not exist; unzip's -p pipes, lowercase)
+    "zip": re.compile(r"(?<=\s)-P[ \t]++(?!-)" + _VALUE),
+    # 7z -pSECRET (attached; `-p` alone prompts)
+    "7z": re.compile(r"(?<=\s)-p(?=[^\s-])" + _VALUE),
 }
+# smbclient -U 'DOMAIN\\user%SECRET' / --user=user%SECRET (no `%`: it prompts, nothing to hide)
+_SMB_USER = re.compile(
+    r"(?<=\s)(?:-U|--user(?:name)?)(?:=|[ \t]*+)(?P<q>[\"'])?[^\s%\"']*+%"
+    r"(?P<value>(?(q)[^\"'\n]++|[^\s\"'`]++))"
+)
+# One shell word of a command's arguments, quotes included (htpasswd's password is a positional argument).
+_WORD = re.compile(r"(?:\"[^\"\n]*+\"|'[^'\n]*+'|[^\s\"'`]++)++")
 # `login` as the subcommand (`docker login`, `helm registry login`, `docker --config d login`), not as an
 # argument: `docker run -p 80:80 app login` publishes a port.
 _LOGIN = re.compile(r"\s*+(?:\S++\s++){0,3}?login(?!\S)")
@@ -209,6 +264,12 @@ def _family(command: str) -> str:
         return "ldap"
     if command in ("docker", "podman", "nerdctl", "buildah", "skopeo", "helm", "oras"):
         return "login"
+    if command in ("zip", "unzip"):
+        return "zip"
+    if command.startswith("7z"):
+        return "7z"
+    if command.startswith(("smb", "rpcclient")):
+        return "smb"
     return command
 
 
@@ -225,11 +286,35 @@ def _redact_curl_cookie(match: re.Match[str]) -> str:
     return _splice(match, "value", _redact_cookie_pairs(match.group("value"), first_only=False))
 
 
+def _redact_htpasswd(args: str) -> str:
+    """`htpasswd -b[c] FILE USER SECRET`, `htpasswd -nb USER SECRET`: with -b the password is a positional
+    argument (the third, or the second with -n, which writes no file)."""
+    flags = ""
+    positional: list[re.Match[str]] = []
+    for word in _WORD.finditer(args):
+        text = word.group(0)
+        if text.startswith("-") and not positional:
+            flags += text[1:]
+        elif text != "\\":  # a `\`-newline continuation
+            positional.append(word)
+            if len(positional) == 3:
+                break  # FILE USER SECRET at most: the rest is not read
+    index = 1 if "n" in flags else 2
+    if "b" not in flags or len(positional) <= index:
+        return args
+    secret = positional[index]
+    return args[: secret.start()] + _quoted_value(secret.group(0), "password") + args[secret.end() :]
+
+
 def _replace_command(match: re.Match[str]) -> str:
     args = match.group("args")
     family = _family(match.group("command").lower())
     if family == "curl":
         redacted = _CURL_COOKIE.sub(_redact_curl_cookie, _CURL_USER.sub(_redact_curl_user, args))
+    elif family == "smb":
+        redacted = _SMB_USER.sub(_redact_curl_user, args)
+    elif family == "htpasswd":
+        redacted = _redact_htpasswd(args)
     elif family == "login" and not _LOGIN.match(args):
         return match.group(0)
     else:
@@ -238,11 +323,105 @@ def _replace_command(match: re.Match[str]) -> str:
     return match.group(0) if redacted == args else _splice(match, "args", redacted)
 
 
+# --- passwords outside a client's options: .netrc, `echo SECRET | sudo -S`, "my password is SECRET" ---------
+
+# .netrc: `machine HOST [login USER] [account A] password SECRET`, on one line or several (`default` instead
+# of a machine). Only a `machine` or `default` starts a match and each keyword's value is bounded, so a start
+# scans a few words; prose ("machine learning password reset") leaves a plain word, which the replacer keeps.
+# (Here and below the look-behind follows the word it guards, as in the provider tokens.)
+_NETRC = re.compile(
+    r"(?:machine(?<![\w.\-]machine)[ \t\n]++[^\s]{1,256}+|default(?<![\w.\-]default))"
+    r"(?:\s++(?:login|account|port)[ \t\n]++[^\s]{1,256}+){0,3}+"
+    r"\s++password[ \t\n]++(?P<secret>[^\s]{1,512}+)",
+    _FLAGS,
+)
+# `echo SECRET | sudo -S …` (or printf), `sudo -S … <<< SECRET`: sudo reads the password from stdin. The
+# echoed words and the words after sudo are bounded (8 of them), so each `echo` or `sudo` scans a few words;
+# `-S` is checked by the replacer.
+_SUDO_STDIN = re.compile(
+    r"(?:(?P<cmd>echo(?<![\w.\-]echo)|printf(?<![\w.\-]printf))"
+    r"(?P<args>(?:[ \t]++(?:\"[^\"\n]{0,512}+\"|'[^'\n]{0,512}+'|[^\s|;&\"'`]{1,512}+)){1,8}+)"
+    r"[ \t]*+\|[ \t]*+sudo(?P<opts>(?:[ \t]++[^\s|;&]{1,64}+){0,8}+)"
+    r"|sudo(?<![\w.\-]sudo)(?P<hopts>(?:[ \t]++[^\s|;&<]{1,64}+){0,8}+)[ \t]*+<<<[ \t]*+"
+    r"(?P<here>\"[^\"\n]*+\"|'[^'\n]*+'|[^\s\"'`;|&]++))",
+    _FLAGS,
+)
+_SUDO_STDIN_FLAG = re.compile(r"(?<!\S)(?:-[A-Za-z]*S[A-Za-z]*|--stdin)(?!\S)")
+# "my password is hunter2", "the root password for the db was `S3cr3t!`": the word, at most three words after
+# `for`, `is`/`was`, then one value, judged by the replacer (a word or a path is prose, not a password).
+_SAID_PASSWORD = re.compile(
+    r"pass(?<![\w\-]pass)(?:word|phrase|code|wd)"
+    r"(?:[ \t]++for(?:[ \t]++[^\s]{1,64}+){1,3}?)?"
+    r"[ \t]++(?:is|was)\b(?:[ \t]++(?:still|now|just|set[ \t]++to)\b)?[ \t]*+:?[ \t]*+"
+    r"(?P<secret>\"[^\"\n]{1,256}+\"|'[^'\n]{1,256}+'|`[^`\n]{1,256}+`|[^\s]{1,256}+)",
+    _FOLDED,
+)
+_SENTENCE_END = ".,;:)]}\"'"
+
+
+def _replace_plain_secret(kind: str) -> Replacer:
+    """Replace the group `secret` unless it is a placeholder, a literal or a plain lowercase word (prose)."""
+    marker = _marker(kind)
+
+    def replace(match: re.Match[str]) -> str:
+        value = match.group("secret")
+        if _is_placeholder(value) or _is_plain_word(value) or value.lower() in _LITERALS:
+            return match.group(0)
+        return _splice(match, "secret", marker)
+
+    return replace
+
+
+def _replace_sudo_stdin(match: re.Match[str]) -> str:
+    if match.group("cmd") is None:  # sudo -S … <<< SECRET
+        if not _SUDO_STDIN_FLAG.search(match.group("hopts")):
+            return match.group(0)
+        return _splice(match, "here", _quoted_value(match.group("here"), "password"))
+    if not _SUDO_STDIN_FLAG.search(match.group("opts")):
+        return match.group(0)  # `echo done | sudo tee /etc/motd`
+    args = match.group("args")
+    words = list(_WORD.finditer(args))
+    if match.group("cmd") == "printf":
+        secrets = words[1:] or words  # printf FORMAT ARGS: the arguments; a lone format is the text itself
+    else:
+        while len(words) > 1 and words[0].group(0).startswith("-"):  # echo -n, -e
+            words = words[1:]
+        secrets = words
+    redacted = args
+    for word in reversed(secrets):
+        secret = _quoted_value(word.group(0), "password")
+        redacted = redacted[: word.start()] + secret + redacted[word.end() :]
+    return match.group(0) if redacted == args else _splice(match, "args", redacted)
+
+
+def _reads_as_password(value: str) -> bool:
+    """A value after "password is" that is not prose: not a word (hyphens, dots and apostrophes allowed), a
+    number of characters too short to be one, a literal, a placeholder or a path."""
+    if len(value) < 4 or _is_placeholder(value) or value.lower() in _LITERALS:
+        return False
+    if value.startswith(("/", "~", "./")) or "://" in value:
+        return False
+    return not value.replace("-", "").replace("'", "").replace(".", "").isalpha()
+
+
+def _replace_said_password(match: re.Match[str]) -> str:
+    value = match.group("secret")
+    if len(value) >= 2 and value[0] in "\"'`" and value[-1] == value[0]:
+        inner = value[1:-1]
+        if _is_placeholder(inner) or inner.lower() in _LITERALS:
+            return match.group(0)
+        return _splice(match, "secret", f"{value[0]}{_marker('password')}{value[0]}")
+    bare = value.rstrip(_SENTENCE_END)
+    if not _reads_as_password(bare):
+        return match.group(0)
+    return _splice(match, "secret", _marker("password"), match.start("secret") + len(bare))
+
+
 # --- HTTP headers: the name, then the value up to the quote that closes it (`-H "Authorization: …"`,
 # `{"Authorization": "…"}`; a backslash-escaped quote does not close it) or, on a bare header line, to the end
 # of the line. The value always matches once the separator is there, so the scan goes on after it.
 _HEADER_VALUE = (
-    r"(?P<cq>[\"'`])?[ \t]{0,16}+(?P<sep>[:=])[ \t]{0,16}+(?P<vq>[\"'`])?"
+    r"(?P<cq>[\"'`])?" + _BLANK + r"{0,16}+(?P<sep>[:=])" + _BLANK + r"{0,16}+(?P<vq>[\"'`])?"
     r"(?P<value>(?(vq)(?:(?!(?P=vq))[^\n\\]|\\.){1,4096}+"
     r"|(?(oq)(?:(?!(?P=oq))[^\n\\]|\\.){1,4096}+|[^\n]{1,4096}+)))"
 )
@@ -252,7 +431,8 @@ _COOKIE = re.compile(r"(?P<oq>[\"'`])?\b(?P<name>Set-Cookie|Cookie)" + _HEADER_V
 # token (checked by `_key_is_sensitive`, so Sort-Key or Public-Key stay), then `:` and one token.
 _KEY_HEADER = re.compile(
     r"(?P<oq>[\"'`])?(?<![A-Za-z0-9\-])(?P<name>(?:[A-Za-z0-9]{1,24}+-){1,4}(?:key|token)|apikey)"
-    r"(?P<cq>[\"'`])?[ \t]{0,16}+:[ \t]{0,16}+(?P<vq>[\"'`])?(?P<value>[^\s\"'`,;]{1,4096}+)",
+    r"(?P<cq>[\"'`])?" + _BLANK + r"{0,16}+:" + _BLANK + r"{0,16}+"
+    r"(?P<vq>[\"'`])?(?P<value>[^\s\"'`,;]{1,4096}+)",
     _FOLDED,
 )
 # Schemes whose credentials are redacted whatever they look like; under any other scheme the credentials must
@@ -362,8 +542,8 @@ def _replace_cookie(match: re.Match[str]) -> str:
 _SHAPE_RULES: list[_Shape] = [
     # Whole blocks, pairs and URLs first, so the tokens inside them are redacted as part of them.
     _Shape("private_key", ["PRIVATE KEY"], _PRIVATE_KEY),
-    _Shape("aws_secret_key", ["AKIA", "ASIA"], _AWS_SECRET_NEAR_ID),
-    _Shape("aws_access_key", ["AKIA", "ASIA"], re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", _FLAGS)),
+    _Shape("aws_secret_key", ["AKIA", "ASIA"], _AWS_SECRET_CANDIDATE, _replace_aws_secret_near_id()),
+    _Shape("aws_access_key", ["AKIA", "ASIA"], _AWS_KEY_ID),
     _Shape("aws_secret_key", ["secret"], re.compile(
         r"\baws_?secret(?:_?access)?_?key[\"']?[ \t]{0,16}+[:=][ \t]{0,16}+[\"']?"
         r"(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
@@ -379,7 +559,18 @@ _SHAPE_RULES: list[_Shape] = [
         r"\bdiscord(?:app)?\.com/api(?:/v[0-9]{1,2})?/webhooks/(?P<secret>[0-9]{5,30}+/[A-Za-z0-9_\-]{10,200}+)",
         _FOLDED,
     )),
+    # Signed URLs: the signature (Azure SAS `sig=`, S3 and GCS `X-Amz-Signature=`/`X-Goog-Signature=`,
+    # CloudFront `Signature=`) and an STS session token are the credential; the rest of the query stays.
+    _Shape("signature", ["sig=", "signature=", "security-token="], re.compile(
+        r"[?&;](?:sig|signature|x-(?:amz|goog)-signature|x-amz-security-token)="
+        r"(?P<secret>[^&\s\"'#<>`]{1,4096}+)",
+        _FOLDED,
+    )),
     _Shape("password", _COMMAND_GATES, _COMMAND, _replace_command),
+    _Shape("password", _RARE_COMMAND_GATES, _RARE_COMMAND, _replace_command),
+    _Shape("password", ["machine", "default"], _NETRC, _replace_plain_secret("password")),
+    _Shape("password", ["sudo"], _SUDO_STDIN, _replace_sudo_stdin),
+    _Shape("password", ["pass"], _SAID_PASSWORD, _replace_said_password),
     _Shape("bearer", ["authorization"], _AUTHORIZATION, _replace_authorization),
     _Shape("api_key", ["key", "token"], _KEY_HEADER, _replace_key_header),
     _Shape("cookie", ["cookie"], _COOKIE, _replace_cookie),
@@ -399,10 +590,14 @@ _SHAPE_RULES: list[_Shape] = [
     _Shape("openai_key", ["sk-"], re.compile(
         r"(?<![A-Za-z0-9_\-])sk-(?=[A-Za-z_\-]*+[0-9])[A-Za-z0-9_\-]{20,}+", _FLAGS
     )),
-    _Shape("stripe_key", ["sk_live_", "sk_test_", "rk_live_", "rk_test_"], re.compile(
-        r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}+", _FLAGS
+    # Stripe secret and restricted keys, and webhook signing secrets (`stripe listen` prints one)
+    _Shape("stripe_key", ["sk_live_", "sk_test_", "rk_live_", "rk_test_", "whsec_"], re.compile(
+        r"\b(?:(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}+|whsec_[A-Za-z0-9+/]{24,}+={0,2}+)", _FLAGS
     )),
-    _Shape("slack_token", ["xox"], re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}+", _FLAGS)),
+    # Slack bot, user, config (xoxe) and app-level (xapp-1-…) tokens
+    _Shape("slack_token", ["xox", "xapp-"], re.compile(
+        r"\b(?:xox[abprse]|xapp)-[A-Za-z0-9\-]{10,}+", _FLAGS
+    )),
     _Shape("google_api_key", ["AIza"], re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])", _FLAGS)),
     # Hugging Face: hf_ and 34 letters of both cases (hf_hub_download and other names have underscores).
     _Shape("huggingface_token", ["hf_", "api_org_"], re.compile(
@@ -411,6 +606,58 @@ _SHAPE_RULES: list[_Shape] = [
     _Shape("npm_token", ["npm_"], re.compile(r"\bnpm_[A-Za-z0-9]{36}\b", _FLAGS)),
     _Shape("sendgrid_key", ["SG."], re.compile(
         r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])", _FLAGS
+    )),
+    # Prefixed tokens of other providers (shapes as published by the providers and the gitleaks rule set).
+    _Shape("vault_token", ["hvs.", "hvb."], re.compile(
+        r"hv[sb]\.(?<![A-Za-z0-9_.\-]hv[sb]\.)[A-Za-z0-9_\-]{24,}+", _FLAGS
+    )),
+    # Databricks: `dapi` and 32 hex-like characters; a look-behind, not \b, so rapidapi… never starts one.
+    # (Here and below the look-behind follows the literal it guards: a pattern that starts with a literal or
+    # a character class lets the engine skip ahead to it, one that starts with a look-behind tries every
+    # position.)
+    _Shape("databricks_token", ["dapi"], re.compile(
+        r"dapi(?<![A-Za-z0-9_\-]dapi)[a-h0-9]{32}(?:-[0-9]{1,2})?(?![A-Za-z0-9_\-])", _FLAGS
+    )),
+    _Shape("shopify_token", ["shpat_", "shpca_", "shppa_", "shpss_"], re.compile(
+        r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", _FLAGS
+    )),
+    # PyPI upload tokens are macaroons: `pypi-` and base64 that starts `AgE` (pypi-publish is a word)
+    _Shape("pypi_token", ["pypi-AgE"], re.compile(r"\bpypi-AgE[A-Za-z0-9_\-]{50,}+", _FLAGS)),
+    _Shape("digitalocean_token", ["_v1_"], re.compile(
+        r"\bdo[opr]_v1_[a-f0-9]{64}\b", _FLAGS
+    )),
+    _Shape("google_oauth_token", ["ya29."], re.compile(r"\bya29\.[0-9A-Za-z_\-]{20,}+", _FLAGS)),
+    _Shape("google_client_secret", ["GOCSPX-"], re.compile(
+        r"\bGOCSPX-[A-Za-z0-9_\-]{28}(?![A-Za-z0-9_\-])", _FLAGS
+    )),
+    # Grafana service-account tokens and Grafana Cloud tokens (GLC_ in C code is another thing: case matters)
+    _Shape("grafana_token", ["glsa_", "glc_"], re.compile(
+        r"\b(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|glc_[A-Za-z0-9+/]{32,}+={0,3}+)", _FLAGS
+    )),
+    _Shape("linear_key", ["lin_api_"], re.compile(r"\blin_api_[A-Za-z0-9]{40}\b", _FLAGS)),
+    _Shape("notion_token", ["ntn_"], re.compile(r"\bntn_[0-9]{11}[A-Za-z0-9]{35}\b", _FLAGS)),
+    # Atlassian API tokens (ATATT3…, ATCTT3…, ~190 characters) and Bitbucket app passwords (ATBB…)
+    _Shape("atlassian_token", ["TT3", "ATBB"], re.compile(
+        r"\b(?:AT[AC]TT3[A-Za-z0-9_\-=]{60,}+|ATBB[A-Za-z0-9]{32}\b)", _FLAGS
+    )),
+    _Shape("postman_key", ["PMAK-"], re.compile(r"\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}\b", _FLAGS)),
+    # Twilio API key SIDs: SK and 32 hex digits
+    _Shape("twilio_key", ["SK"], re.compile(r"\bSK[0-9a-fA-F]{32}\b", _FLAGS)),
+    # Mailgun private keys: key- and 32 hex digits (key-value is prose)
+    _Shape("mailgun_key", ["key-"], re.compile(
+        r"key-(?<![A-Za-z0-9_\-]key-)[0-9a-f]{32}(?![A-Za-z0-9_\-])", _FLAGS
+    )),
+    # age identities: bech32 (its alphabet has no 1, b, i, o) after the human-readable part
+    _Shape("age_secret_key", ["AGE-SECRET-KEY-1"], re.compile(
+        r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b", _FLAGS
+    )),
+    # Telegram bot tokens: the bot's id, `:`, then 35 characters from `A`. The id starts a run of digits or
+    # follows `bot` (api.telegram.org/bot<token>/…); the 35 characters hold a digit, `_` or `-` (an XSD's
+    # `clm12345:AgencyIdentificationCodeContentType` holds none).
+    _Shape("telegram_bot_token", [":A"], re.compile(
+        r"[0-9](?:(?<![A-Za-z0-9_\-][0-9])|(?<=bot[0-9]))[0-9]{4,15}+:A(?=[A-Za-z]{0,33}+[0-9_\-])[A-Za-z0-9_\-]{34}"
+        r"(?![A-Za-z0-9_\-])",
+        _FLAGS,
     )),
     _Shape("jwt", ["eyJ"], re.compile(
         r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{5,}+\.eyJ[A-Za-z0-9_\-]{5,}+\.[A-Za-z0-9_\-]*+", _FLAGS
@@ -422,7 +669,8 @@ _SHAPES: list[tuple[str, re.Pattern[str]]] = [(shape.kind, shape.pattern) for sh
 
 # Command-line flags: `--password hunter2`. (`--password=…` is an assignment, handled below.)
 _FLAG = re.compile(
-    r"(?P<keep>(?<![\w-])--(?:[a-z]{1,30}+-){0,6}?(?:password|passwd|token|secret|api-key|apikey)[ \t]++)"
+    r"(?P<keep>(?<![\w-])--(?:[a-z]{1,30}+-){0,6}?(?:password|passwd|token|secret|api-key|apikey)"
+    + _BLANK + "++)"
     r"(?P<value>\"[^\"\n]*+\"|'[^'\n]*+'|[^\s\"']++)",
     _FOLDED,
 )
@@ -444,11 +692,12 @@ def _replace_flag(match: re.Match[str]) -> str:
 # checked precisely in `_key_is_sensitive`. Bounded repetitions keep the scan linear over long base64 blobs,
 # and the bounds (40 key characters after the word, 64 blanks) are what the capture spool's shortcut checks.
 _ASSIGNMENT = re.compile(
-    r"(?<![\w.\-])(?P<q>[\"']?)(?=[A-Za-z0-9_.\-]{1,100}+[\"']?[ \t]{0,64}+[:=])"  # cheap: no separator
+    # the look-ahead is cheap: it gives up at once where no separator follows
+    r"(?<![\w.\-])(?P<q>[\"']?)(?=[A-Za-z0-9_.\-]{1,100}+[\"']?" + _BLANK + r"{0,64}+[:=])"
     r"(?P<key>[A-Za-z0-9_.\-]{0,60}?"
     r"(?:secret|token|pass|pwd|key|credential|creds|auth)"
     r"[A-Za-z0-9_.\-]{0,40})(?P=q)"
-    r"(?P<sep>[ \t]{0,64}+(?:=>|:=|[:=])[ \t]*+)"
+    r"(?P<sep>" + _BLANK + r"{0,64}+(?:=>|:=|[:=])" + _BLANK + r"*+)"
     r"(?P<value>\"(?:[^\"\\\n]++|\\.)*+\"|'(?:[^'\\\n]++|\\.)*+'|[^\s,;'\"`})\]&]++)",
     _FOLDED,
 )
@@ -519,7 +768,9 @@ def _value_is_secret(match: re.Match[str]) -> bool:
     if "(" in value:
         return False  # a call: password = get_password()
     if operator == ":" and not _line_is_key_value(match):
-        return False  # prose or inline code, not a config line
+        # After other text on its line: prose ("Token: the unit of text") or inline code, unless the value
+        # reads as generated (`oauth: {client_id: web, client_secret: q8Xz2LmN4pR7}`); a URL stays.
+        return "://" not in value and not value.startswith("/") and _looks_generated(value)
     if not _IDENTIFIER.match(value):
         return True  # digits first, symbols, slashes: literal text such as hunter2! or s3cr3t/+x
     # A bare name is usually code: `password = password`, `{"token": token}`, `token: this.token`.
@@ -528,7 +779,8 @@ def _value_is_secret(match: re.Match[str]) -> bool:
     if operator == "=":
         # KEY=value in .env files, shells and --flag=value; with spaces (`key = name`, as in Python, INI,
         # Makefiles) only a value that reads as generated.
-        return separator == "=" or _looks_generated(value)
+        # A no-break space around `=` is pasted text (a chat, a wiki), never code: judged like `KEY=value`.
+        return separator == "=" or not separator.isascii() or _looks_generated(value)
     if operator == ":":
         return not _TYPE_NAME.match(value)  # YAML `password: hunter2`, not `api_key: SecretStr`
     return False

@@ -19,7 +19,14 @@ HF_TOKEN = "hf_" + "QwErTyUiOpAsDfGhJkLzXcVbNmQwErTyUi"
 MYSQL_PASSWORD = "Tr0ub4dor" + "Pw9"
 SESSION_COOKIE = "31d4d96e" + "407aad42c0ffee"
 GITLAB_TOKEN = "glpat-" + "Xy7Zw6Vu5Ts4Rq3Po2Nm"
+# The second round of kinds: provider prefixes, passwords outside client options, signed URLs, prose.
+VAULT_TOKEN = "hvs." + "CAESIJlWh3Xq0b9Ff2y8Zk4TnV1rA6sDpQ"
+PYPI_TOKEN = "pypi-" + "AgEIcHlwaS5vcmc" + "CJDI0YjYyYWEzLWZlZWEtNDA1Ny04ZGNiLWQ2NDBkOTI3M2NmOQ"
+TELEGRAM_TOKEN = "6123456789" + ":AAH" + "b3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z_"
+NETRC_PASSWORD = "Qz7" + "netrcPw!"
+SAS_SIGNATURE = "Ab3dEf6hIj9kLm2nOp5q" + "%2BRs8tUv1w%3D"
 SECRETS = (GITHUB_TOKEN, HF_TOKEN, MYSQL_PASSWORD, SESSION_COOKIE, GITLAB_TOKEN)
+MORE_SECRETS = (VAULT_TOKEN, PYPI_TOKEN, TELEGRAM_TOKEN, NETRC_PASSWORD, SAS_SIGNATURE)
 
 
 def stored_text(user: str) -> str:
@@ -151,6 +158,31 @@ def test_import_redacts_every_field(cli, env):
     assert_no_secret(stored_text(env["CEMS_USER"]))
 
 
+def test_import_redacts_the_second_round_of_kinds_in_every_field(cli, env):
+    line = {
+        "content": f"~/.netrc for the deploy box:\nmachine api.acme.io login ci password {NETRC_PASSWORD}\n"
+                   f"and the backup is at https://acme.blob.core.windows.net/b/db.bak?sv=2022-11-02&sig={SAS_SIGNATURE}",
+        "title": f"vault {VAULT_TOKEN}",
+        "tags": ["release", f"bot {TELEGRAM_TOKEN}"],
+        "pinned": True,
+        "pin_reason": f"twine upload -u __token__ -p {PYPI_TOKEN} dist/*",
+        "source": f"my password is {NETRC_PASSWORD}",
+        "context": f"echo '{NETRC_PASSWORD}' | sudo -S make install",
+    }
+    report = cli("import", "-", "--json", stdin=(json.dumps(line) + "\n").encode())
+    assert report.code == 0, report.stderr
+    [exported] = [json.loads(row) for row in cli("export").stdout.splitlines() if row.strip()]
+    assert exported["title"] == "vault [REDACTED:vault_token]"
+    assert exported["tags"] == ["release", "bot [REDACTED:telegram_bot_token]"]
+    assert exported["pin_reason"] == "twine upload -u __token__ -p [REDACTED:pypi_token] dist/*"
+    assert exported["source"] == "my password is [REDACTED:password]"
+    assert "password [REDACTED:password]" in exported["content"]
+    assert "&sig=[REDACTED:signature]" in exported["content"]
+    stored = stored_text(env["CEMS_USER"])
+    for secret in MORE_SECRETS:
+        assert secret not in stored, secret
+
+
 @pytest.fixture
 def capture_env(env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return capture_environment(env, tmp_path, monkeypatch)
@@ -165,7 +197,8 @@ def test_the_last_assistant_message_is_redacted_in_the_spool_and_the_memories(ca
     transcript.bash("mysql -u root staging < dump.sql", "")
     message = (
         f"Restored it with `mysql -u root -p{MYSQL_PASSWORD} staging`; the API answers with "
-        f"`curl -H 'Cookie: sid={SESSION_COOKIE}' https://staging` and the model pulls with {HF_TOKEN}."
+        f"`curl -H 'Cookie: sid={SESSION_COOKIE}' https://staging` and the model pulls with {HF_TOKEN}; "
+        f"the release went out with `twine upload -p {PYPI_TOKEN}` and the bot token is {TELEGRAM_TOKEN}."
     )
     transcript.say(message)
     stop(capture_env, stop_payload(transcript, message))
@@ -173,8 +206,9 @@ def test_the_last_assistant_message_is_redacted_in_the_spool_and_the_memories(ca
 
     spooled = spool_bytes(Path(capture_env["CEMS_HOME"]))
     assert b"[REDACTED:password]" in spooled and b"[REDACTED:cookie]" in spooled
-    for secret in SECRETS:
+    for secret in (*SECRETS, PYPI_TOKEN, TELEGRAM_TOKEN):
         assert secret.encode() not in spooled, secret
     stored = stored_text(capture_env["CEMS_USER"])
     assert stored, "the turn stored no memory"
     assert_no_secret(stored)
+    assert PYPI_TOKEN not in stored and TELEGRAM_TOKEN not in stored

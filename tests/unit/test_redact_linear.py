@@ -74,6 +74,16 @@ TARGETED = {
         "login": "docker login " + fill(" -p"),
         "separators": fill("curl;mysql|sshpass&"),
         "continuations": "mysql " + fill("\\\n"),
+        "openssl-keys": "openssl enc " + fill(" -k"),
+    },
+    "rare_commands": {
+        "htpasswd-words": "htpasswd -b " + fill("a "),
+        "htpasswd-quotes": "htpasswd -b " + fill("'a' \""),
+        "smb-users": "smbclient " + fill(" -U a%"),
+        "smb-run": "smbclient -U " + fill("a"),
+        "zip-options": "zip " + fill(" -P"),
+        "7z-options": "7z " + fill(" -p"),
+        "rare-names": fill("zip 7z smbclient htpasswd "),
     },
     "headers": {
         "authorization": fill("Authorization: "),
@@ -89,6 +99,8 @@ TARGETED = {
     },
     "tokens": {
         "jwt-dashes": fill("eyJ-"),
+        "slack-app": fill("xapp-"),
+        "stripe-webhook": fill("whsec_"),
         "jwt-dots": fill("eyJaaaaa."),
         "jwt-second-segment": "eyJaaaaa." + fill("eyJ-"),
         "openai": fill("sk-"),
@@ -103,6 +115,57 @@ TARGETED = {
         "huggingface-run": "hf_" + fill("aB"),
         "npm": fill("npm_"),
         "sendgrid": fill("SG.a"),
+    },
+    "provider_tokens": {
+        "vault": fill("hvs."),
+        "vault-run": "hvs." + fill("aB3-"),
+        "databricks": fill("dapi"),
+        "rapidapi": fill("rapidapi0"),
+        "shopify": fill("shpat_"),
+        "pypi": fill("pypi-AgE"),
+        "digitalocean": fill("dop_v1_"),
+        "google-oauth": fill("ya29."),
+        "google-secret": fill("GOCSPX-"),
+    },
+    "provider_tokens_2": {
+        "grafana": fill("glsa_"),
+        "grafana-cloud": "glc_" + fill("aB3+"),
+        "linear": fill("lin_api_"),
+        "notion": fill("ntn_0"),
+        "atlassian": fill("ATATT3"),
+        "atlassian-run": "ATATT3" + fill("aB3_"),
+        "bitbucket": fill("ATBB"),
+        "postman": fill("PMAK-"),
+        "twilio": fill("SK0"),
+        "mailgun": fill("key-0"),
+        "age": fill("AGE-SECRET-KEY-1"),
+        "digits": fill("0"),
+        "telegram-ids": fill("1234567:A"),
+        "telegram-tail": "1234567:A" + fill("a"),
+        "telegram-bot": fill("bot1"),
+    },
+    "signed_url": {
+        "sig": fill("?sig="),
+        "sig-value": "?sig=" + fill("a"),
+        "amz": fill("&X-Amz-Signature="),
+        "signature-run": fill("&signature=a"),
+    },
+    "passwords": {
+        "machines": fill("machine "),
+        "machine-logins": "machine a" + fill(" login b"),
+        "machine-passwords": fill("machine a password "),
+        "defaults": fill("default "),
+        "echoes": fill("echo "),
+        "echo-words": "echo " + fill("a "),
+        "echo-sudo": fill("echo a | sudo "),
+        "sudos": fill("sudo "),
+        "sudo-options": "sudo " + fill("-S "),
+        "here-strings": fill("sudo <<<"),
+        "said": fill("password is "),
+        "said-for": fill("password for a "),
+        "said-for-words": "password for " + fill("a "),
+        "passwords": fill("password "),
+        "said-values": fill("my password is x "),
     },
     "flag": {"flags": fill("--password "), "flag-words": fill("--a-"), "flag-quotes": fill('--token "')},
     "assignment": {
@@ -119,22 +182,42 @@ TARGETED = {
     },
 }
 
+# The provider tokens added with the second round of kinds: two families of their own, so that each family's
+# total stays a sum over a dozen patterns or so (the slack and stripe shapes, extended, stay under tokens).
+PROVIDER_KINDS = (
+    "vault_token", "databricks_token", "shopify_token", "pypi_token", "digitalocean_token",
+    "google_oauth_token", "google_client_secret", "grafana_token", "linear_key", "notion_token",
+    "atlassian_token", "postman_key", "twilio_key", "mailgun_key", "age_secret_key", "telegram_bot_token",
+)
+
 # Every pattern that scans a text (with sub, search or finditer), by family. Patterns used only with
 # `.match` on a value already cut out by a scanner are in ANCHORED: they see each character once.
 SCANNERS: dict[str, list[re.Pattern[str]]] = {
     "private_tag": [redact._PRIVATE_TAG],
     "private_key": [redact._PRIVATE_KEY],
     "aws": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind.startswith("aws")],
+    "provider_tokens": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind in PROVIDER_KINDS[:7]],
+    "provider_tokens_2": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind in PROVIDER_KINDS[7:]],
+    "signed_url": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind == "signature"],
+    "passwords": [redact._NETRC, redact._SUDO_STDIN, redact._SUDO_STDIN_FLAG, redact._SAID_PASSWORD],
     "url_password": [redact._URL_PASSWORD],
     "webhooks": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind.endswith("_webhook")],
     "command_line": [
-        redact._COMMAND, redact._CURL_USER, redact._CURL_COOKIE, *redact._OPTION_VALUE.values()
+        redact._COMMAND, redact._CURL_USER, redact._CURL_COOKIE,
+        *(redact._OPTION_VALUE[name] for name in ("mysql", "sshpass", "login", "redis-cli", "ldap")),
+        redact._OPTION_VALUE["openssl"],
+    ],
+    "rare_commands": [
+        redact._RARE_COMMAND, redact._SMB_USER, redact._WORD,
+        redact._OPTION_VALUE["zip"], redact._OPTION_VALUE["7z"],
     ],
     "headers": [redact._AUTHORIZATION, redact._KEY_HEADER, redact._COOKIE, redact._COOKIE_PAIR],
     "tokens": [
         shape.pattern
         for shape in redact._SHAPE_RULES
-        if shape.kind.endswith(("_token", "_key")) and not shape.kind.startswith(("aws", "private"))
+        if shape.kind.endswith(("_token", "_key"))
+        and not shape.kind.startswith(("aws", "private"))
+        and shape.kind not in PROVIDER_KINDS
     ] + [shape.pattern for shape in redact._SHAPE_RULES if shape.kind == "jwt"] + [redact._MARKER],
     "flag": [redact._FLAG],
     "assignment": [redact._ASSIGNMENT, redact._CAMEL, redact._SENSITIVE_KEY],

@@ -19,13 +19,25 @@ def _gates() -> list[tuple[str, str]]:
     return [(shape.kind, gate) for shape in redact._SHAPE_RULES for gate in shape.gates]
 
 
+# Gates too common in prose to count alone: the shortcut looks at what the shape needs after them.
+TAILED_GATES = {
+    "SK": "SK" + "0123456789abcdef" * 2,  # Twilio: 32 hex digits
+    "key-": "key-" + "0123456789abcdef" * 2,  # Mailgun: 32 hex digits
+    ":A": "123456789:A" + "a1_" * 11 + "b",  # Telegram: a bot id, then 34 token characters
+    "pass": "the pass is x",  # "my password is …"
+}
+
+
 @pytest.mark.parametrize(("kind", "gate"), _gates())
 def test_the_shortcut_sees_every_gate(kind, gate):
     commands = dict(spool._COMMAND_TRIGGERS)
     if gate in NAME_GATES:
         assert spool.may_need_redaction(f"{gate}: x") and spool.may_need_redaction(f"{gate}=x"), kind
-    elif gate in redact._COMMAND_GATES:
-        # a client alone changes nothing: its password option must be there too
+    elif gate in TAILED_GATES:
+        assert not spool.may_need_redaction(f"{gate} ")
+        assert spool.may_need_redaction(TAILED_GATES[gate]), kind
+    elif gate in commands:
+        # a client (or a .netrc keyword) alone changes nothing: its password option must be there too
         assert not spool.may_need_redaction(f"{gate} --help")
         for option in commands[gate]:
             assert spool.may_need_redaction(f"{gate} {option}x"), (gate, option)
@@ -58,6 +70,36 @@ SECRETS = [
     "Set-Cookie: sid=31d4d96e407aad42; Path=/",
     "curl -b 'sid=31d4d96e' https://x",
     "API_KEY = abcd1234efgh5678",
+    # the second round of kinds
+    "vault login hvs." + "CAESIJlWh3Xq0b9Ff2y8Zk4TnV1rA6sD",
+    "dapi" + "0123456789abcdefgh0123456789abcd",
+    "shpat_" + "0123456789abcdef" * 2,
+    "twine upload -p pypi-" + "AgEIcHlwaS5vcmc" + "Ab1_" * 15,
+    "dop_v1_" + "0123456789abcdef" * 4,
+    "ya29." + "a0AfB_byC1d2E3f4G5h6I7j8",
+    "GOCSPX-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1w",
+    "xapp-1-A0123456789-1234567890123-" + "0123456789abcdef" * 4,
+    "whsec_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z",
+    "glsa_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" + "_0a1b2c3d",
+    "lin_api_" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb3dEf6h",
+    "ntn_" + "12345678901" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb3",
+    "ATATT3" + "xFfGF0" + "Ab3dEf6hIj9k" * 8,
+    "PMAK-" + "0123456789abcdef01234567" + "-" + "0123456789abcdef" * 2 + "01",
+    "SK" + "0123456789abcdef" * 2,
+    "key-" + "0123456789abcdef" * 2,
+    "AGE-SECRET-KEY-1" + "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" + "QPZRY9X8GF2TVDW0S3JN54KHCE",
+    "https://api.telegram.org/bot" + "1234567890:AAH" + "b3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z_",
+    "machine api.heroku.com login me@acme.io password Hunter2pw",
+    "htpasswd -bc .htpasswd admin Hunter2pw",
+    "echo 'Hunter2pw' | sudo -S apt-get update",
+    "zip -P Hunter2pw backup.zip db.sql",
+    "7z a -pHunter2pw backup.7z db.sql",
+    "smbclient //fs/share -U jdoe%Hunter2pw",
+    "openssl enc -aes-256-cbc -in a -k Hunter2pw",
+    "https://a.blob.core.windows.net/c/b?sv=2022-11-02&sig=Ab3dEf6hIj9kLm2nOp5q%3D",
+    "https://b.s3.amazonaws.com/k?X-Amz-Signature=" + "0123456789abcdef" * 4,
+    "my password is Hunter2pw",
+    "oauth: {client_id: web, client_secret: q8Xz2LmN4pR7sT1v}",
 ]
 
 
@@ -78,6 +120,11 @@ def test_the_shortcut_is_never_wrong_on_random_text_with_the_new_kinds():
         *("IOSFODNN7EXAMPLE",),
         *("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", " = ", "="),
         *("\n", '"', "'", "-", "redis-cli", " -a ", "ldapsearch", " -w ", "pass:", "openssl"),
+        *("machine", " login ", " password ", "default", "echo ", " | ", "sudo", " -S ", "<<< ", "htpasswd"),
+        *(" -b ", "zip", " -P ", "7z", " -p", "smbclient", " -U ", "a%b", " -k ", "?", "&", "sig="),
+        *("SK", "key-"),
+        *("0123456789abcdef", "1234567", ":A", "Ab1_Cd2-Ef3", "my ", " is ", " was ", " for the db", "hvs."),
+        *("dapi", "ya29.", "whsec_", "xapp-", "client_secret: ", "{a: b, ", "}", "\u00a0"),
     ]
     for _ in range(4000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
