@@ -645,7 +645,7 @@ _SHAPE_RULES: list[_Shape] = [
     _Shape("twilio_key", ["SK"], re.compile(r"\bSK[0-9a-fA-F]{32}\b", _FLAGS)),
     # Mailgun private keys: key- and 32 hex digits (key-value is prose)
     _Shape("mailgun_key", ["key-"], re.compile(
-        r"key-(?<![A-Za-z0-9_\-]key-)[0-9a-f]{32}(?![A-Za-z0-9_\-])", _FLAGS
+        r"key-(?<![A-Za-z0-9_\-]key-)[0-9a-fA-F]{32}(?![A-Za-z0-9_\-])", _FLAGS
     )),
     # age identities: bech32 (its alphabet has no 1, b, i, o) after the human-readable part
     _Shape("age_secret_key", ["AGE-SECRET-KEY-1"], re.compile(
