@@ -128,19 +128,37 @@ if TYPE_CHECKING:
 
 
 class _Shape:
-    """One kind of secret: its gates (one of them is in every text it redacts), pattern and replacer."""
+    """One kind of secret: its gates (one of them is in every text it redacts), pattern and replacer.
 
-    __slots__ = ("kind", "gates", "folded", "pattern", "replace")
+    A pattern given as its source and flags is compiled the first time a text opens one of its gates: the
+    rarer kinds (provider prefixes, .netrc, sudo -S…) would otherwise add ~10 ms of compiling to every hook
+    that imports this module, for patterns most outputs never need."""
+
+    __slots__ = ("kind", "gates", "folded", "_pattern", "_source", "replace")
 
     def __init__(
-        self, kind: str, gates: Iterable[str], pattern: re.Pattern[str], replace: Replacer | None = None
+        self,
+        kind: str,
+        gates: Iterable[str],
+        pattern: re.Pattern[str] | tuple[str, int],
+        replace: Replacer | None = None,
     ) -> None:
         self.kind = kind
         self.gates = tuple(gates)
+        if isinstance(pattern, tuple):
+            self._pattern: re.Pattern[str] | None = None
+            self._source = pattern
+        else:
+            self._pattern, self._source = pattern, (pattern.pattern, pattern.flags)
         # Case-insensitive patterns are gated on the lowercased text (their gates are written lowercase).
-        self.folded = bool(pattern.flags & re.IGNORECASE)
-        self.pattern = pattern
+        self.folded = bool(self._source[1] & re.IGNORECASE)
         self.replace = replace or _replace_secret_group(kind)
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        if self._pattern is None:
+            self._pattern = re.compile(*self._source)
+        return self._pattern
 
 
 def _replace_secret_group(kind: str) -> Replacer:
@@ -215,7 +233,7 @@ _COMMAND = re.compile(
 )
 _COMMAND_GATES = ("mysql", "mariadb", "sshpass", "login", "curl", "redis-cli", "ldap", "openssl")
 # Rarer clients, in a pattern of their own: a text naming `curl` does not pay for looking for them too.
-_RARE_COMMAND = re.compile(
+_RARE_COMMAND = (
     r"(?<![\w.\-])(?P<command>htpasswd|zip|unzip|7za?|7zz|smbclient|smbget|smbcacls|smbmap|rpcclient)"
     r"(?![\w.\-])" + _COMMAND_ARGS,
     _FOLDED,
@@ -329,7 +347,7 @@ def _replace_command(match: re.Match[str]) -> str:
 # of a machine). Only a `machine` or `default` starts a match and each keyword's value is bounded, so a start
 # scans a few words; prose ("machine learning password reset") leaves a plain word, which the replacer keeps.
 # (Here and below the look-behind follows the word it guards, as in the provider tokens.)
-_NETRC = re.compile(
+_NETRC = (
     r"(?:machine(?<![\w.\-]machine)[ \t\n]++[^\s]{1,256}+|default(?<![\w.\-]default))"
     r"(?:\s++(?:login|account|port)[ \t\n]++[^\s]{1,256}+){0,3}+"
     r"\s++password[ \t\n]++(?P<secret>[^\s]{1,512}+)",
@@ -338,7 +356,7 @@ _NETRC = re.compile(
 # `echo SECRET | sudo -S …` (or printf), `sudo -S … <<< SECRET`: sudo reads the password from stdin. The
 # echoed words and the words after sudo are bounded (8 of them), so each `echo` or `sudo` scans a few words;
 # `-S` is checked by the replacer.
-_SUDO_STDIN = re.compile(
+_SUDO_STDIN = (
     r"(?:(?P<cmd>echo(?<![\w.\-]echo)|printf(?<![\w.\-]printf))"
     r"(?P<args>(?:[ \t]++(?:\"[^\"\n]{0,512}+\"|'[^'\n]{0,512}+'|[^\s|;&\"'`]{1,512}+)){1,8}+)"
     r"[ \t]*+\|[ \t]*+sudo(?P<opts>(?:[ \t]++[^\s|;&]{1,64}+){0,8}+)"
@@ -349,7 +367,7 @@ _SUDO_STDIN = re.compile(
 _SUDO_STDIN_FLAG = re.compile(r"(?<!\S)(?:-[A-Za-z]*S[A-Za-z]*|--stdin)(?!\S)")
 # "my password is hunter2", "the root password for the db was `S3cr3t!`": the word, at most three words after
 # `for`, `is`/`was`, then one value, judged by the replacer (a word or a path is prose, not a password).
-_SAID_PASSWORD = re.compile(
+_SAID_PASSWORD = (
     r"pass(?<![\w\-]pass)(?:word|phrase|code|wd)"
     r"(?:[ \t]++for(?:[ \t]++[^\s]{1,64}+){1,3}?)?"
     r"[ \t]++(?:is|was)\b(?:[ \t]++(?:still|now|just|set[ \t]++to)\b)?[ \t]*+:?[ \t]*+"
@@ -561,7 +579,7 @@ _SHAPE_RULES: list[_Shape] = [
     )),
     # Signed URLs: the signature (Azure SAS `sig=`, S3 and GCS `X-Amz-Signature=`/`X-Goog-Signature=`,
     # CloudFront `Signature=`) and an STS session token are the credential; the rest of the query stays.
-    _Shape("signature", ["sig=", "signature=", "security-token="], re.compile(
+    _Shape("signature", ["sig=", "signature=", "security-token="], (
         r"[?&;](?:sig|signature|x-(?:amz|goog)-signature|x-amz-security-token)="
         r"(?P<secret>[^&\s\"'#<>`]{1,4096}+)",
         _FOLDED,
@@ -608,53 +626,53 @@ _SHAPE_RULES: list[_Shape] = [
         r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])", _FLAGS
     )),
     # Prefixed tokens of other providers (shapes as published by the providers and the gitleaks rule set).
-    _Shape("vault_token", ["hvs.", "hvb."], re.compile(
+    _Shape("vault_token", ["hvs.", "hvb."], (
         r"hv[sb]\.(?<![A-Za-z0-9_.\-]hv[sb]\.)[A-Za-z0-9_\-]{24,}+", _FLAGS
     )),
     # Databricks: `dapi` and 32 hex-like characters; a look-behind, not \b, so rapidapi… never starts one.
     # (Here and below the look-behind follows the literal it guards: a pattern that starts with a literal or
     # a character class lets the engine skip ahead to it, one that starts with a look-behind tries every
     # position.)
-    _Shape("databricks_token", ["dapi"], re.compile(
+    _Shape("databricks_token", ["dapi"], (
         r"dapi(?<![A-Za-z0-9_\-]dapi)[a-h0-9]{32}(?:-[0-9]{1,2})?(?![A-Za-z0-9_\-])", _FLAGS
     )),
-    _Shape("shopify_token", ["shpat_", "shpca_", "shppa_", "shpss_"], re.compile(
+    _Shape("shopify_token", ["shpat_", "shpca_", "shppa_", "shpss_"], (
         r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b", _FLAGS
     )),
     # PyPI upload tokens are macaroons: `pypi-` and base64 that starts `AgE` (pypi-publish is a word)
-    _Shape("pypi_token", ["pypi-AgE"], re.compile(r"\bpypi-AgE[A-Za-z0-9_\-]{50,}+", _FLAGS)),
-    _Shape("digitalocean_token", ["_v1_"], re.compile(
+    _Shape("pypi_token", ["pypi-AgE"], (r"\bpypi-AgE[A-Za-z0-9_\-]{50,}+", _FLAGS)),
+    _Shape("digitalocean_token", ["_v1_"], (
         r"\bdo[opr]_v1_[a-f0-9]{64}\b", _FLAGS
     )),
-    _Shape("google_oauth_token", ["ya29."], re.compile(r"\bya29\.[0-9A-Za-z_\-]{20,}+", _FLAGS)),
-    _Shape("google_client_secret", ["GOCSPX-"], re.compile(
+    _Shape("google_oauth_token", ["ya29."], (r"\bya29\.[0-9A-Za-z_\-]{20,}+", _FLAGS)),
+    _Shape("google_client_secret", ["GOCSPX-"], (
         r"\bGOCSPX-[A-Za-z0-9_\-]{28}(?![A-Za-z0-9_\-])", _FLAGS
     )),
     # Grafana service-account tokens and Grafana Cloud tokens (GLC_ in C code is another thing: case matters)
-    _Shape("grafana_token", ["glsa_", "glc_"], re.compile(
+    _Shape("grafana_token", ["glsa_", "glc_"], (
         r"\b(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}\b|glc_[A-Za-z0-9+/]{32,}+={0,3}+)", _FLAGS
     )),
-    _Shape("linear_key", ["lin_api_"], re.compile(r"\blin_api_[A-Za-z0-9]{40}\b", _FLAGS)),
-    _Shape("notion_token", ["ntn_"], re.compile(r"\bntn_[0-9]{11}[A-Za-z0-9]{35}\b", _FLAGS)),
+    _Shape("linear_key", ["lin_api_"], (r"\blin_api_[A-Za-z0-9]{40}\b", _FLAGS)),
+    _Shape("notion_token", ["ntn_"], (r"\bntn_[0-9]{11}[A-Za-z0-9]{35}\b", _FLAGS)),
     # Atlassian API tokens (ATATT3…, ATCTT3…, ~190 characters) and Bitbucket app passwords (ATBB…)
-    _Shape("atlassian_token", ["TT3", "ATBB"], re.compile(
+    _Shape("atlassian_token", ["TT3", "ATBB"], (
         r"\b(?:AT[AC]TT3[A-Za-z0-9_\-=]{60,}+|ATBB[A-Za-z0-9]{32}\b)", _FLAGS
     )),
-    _Shape("postman_key", ["PMAK-"], re.compile(r"\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}\b", _FLAGS)),
+    _Shape("postman_key", ["PMAK-"], (r"\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}\b", _FLAGS)),
     # Twilio API key SIDs: SK and 32 hex digits
-    _Shape("twilio_key", ["SK"], re.compile(r"\bSK[0-9a-fA-F]{32}\b", _FLAGS)),
+    _Shape("twilio_key", ["SK"], (r"\bSK[0-9a-fA-F]{32}\b", _FLAGS)),
     # Mailgun private keys: key- and 32 hex digits (key-value is prose)
-    _Shape("mailgun_key", ["key-"], re.compile(
+    _Shape("mailgun_key", ["key-"], (
         r"key-(?<![A-Za-z0-9_\-]key-)[0-9a-fA-F]{32}(?![A-Za-z0-9_\-])", _FLAGS
     )),
     # age identities: bech32 (its alphabet has no 1, b, i, o) after the human-readable part
-    _Shape("age_secret_key", ["AGE-SECRET-KEY-1"], re.compile(
+    _Shape("age_secret_key", ["AGE-SECRET-KEY-1"], (
         r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b", _FLAGS
     )),
     # Telegram bot tokens: the bot's id, `:`, then 35 characters from `A`. The id starts a run of digits or
     # follows `bot` (api.telegram.org/bot<token>/…); the 35 characters hold a digit, `_` or `-` (an XSD's
     # `clm12345:AgencyIdentificationCodeContentType` holds none).
-    _Shape("telegram_bot_token", [":A"], re.compile(
+    _Shape("telegram_bot_token", [":A"], (
         r"[0-9](?:(?<![A-Za-z0-9_\-][0-9])|(?<=bot[0-9]))[0-9]{4,15}+:A(?=[A-Za-z]{0,33}+[0-9_\-])[A-Za-z0-9_\-]{34}"
         r"(?![A-Za-z0-9_\-])",
         _FLAGS,
@@ -663,8 +681,8 @@ _SHAPE_RULES: list[_Shape] = [
         r"(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{5,}+\.eyJ[A-Za-z0-9_\-]{5,}+\.[A-Za-z0-9_\-]*+", _FLAGS
     )),
 ]
-# (kind, pattern) of every shape: what the capture spool's redaction shortcut is checked against.
-_SHAPES: list[tuple[str, re.Pattern[str]]] = [(shape.kind, shape.pattern) for shape in _SHAPE_RULES]
+# The kind of every shape: what the capture spool's redaction shortcut is checked against.
+_SHAPE_KINDS = frozenset(shape.kind for shape in _SHAPE_RULES)
 
 
 # Command-line flags: `--password hunter2`. (`--password=…` is an assignment, handled below.)

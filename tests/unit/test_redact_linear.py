@@ -190,6 +190,11 @@ PROVIDER_KINDS = (
     "atlassian_token", "postman_key", "twilio_key", "mailgun_key", "age_secret_key", "telegram_bot_token",
 )
 
+def _shape_patterns(*sources: tuple[str, int]) -> list[re.Pattern[str]]:
+    """The compiled patterns of the shapes given by their source (compiled on first use in redact.py)."""
+    return [shape.pattern for shape in redact._SHAPE_RULES if shape._source in sources]
+
+
 # Every pattern that scans a text (with sub, search or finditer), by family. Patterns used only with
 # `.match` on a value already cut out by a scanner are in ANCHORED: they see each character once.
 SCANNERS: dict[str, list[re.Pattern[str]]] = {
@@ -199,7 +204,9 @@ SCANNERS: dict[str, list[re.Pattern[str]]] = {
     "provider_tokens": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind in PROVIDER_KINDS[:7]],
     "provider_tokens_2": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind in PROVIDER_KINDS[7:]],
     "signed_url": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind == "signature"],
-    "passwords": [redact._NETRC, redact._SUDO_STDIN, redact._SUDO_STDIN_FLAG, redact._SAID_PASSWORD],
+    "passwords": [
+        *_shape_patterns(redact._NETRC, redact._SUDO_STDIN, redact._SAID_PASSWORD), redact._SUDO_STDIN_FLAG,
+    ],
     "url_password": [redact._URL_PASSWORD],
     "webhooks": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind.endswith("_webhook")],
     "command_line": [
@@ -208,7 +215,7 @@ SCANNERS: dict[str, list[re.Pattern[str]]] = {
         redact._OPTION_VALUE["openssl"],
     ],
     "rare_commands": [
-        redact._RARE_COMMAND, redact._SMB_USER, redact._WORD,
+        *_shape_patterns(redact._RARE_COMMAND), redact._SMB_USER, redact._WORD,
         redact._OPTION_VALUE["zip"], redact._OPTION_VALUE["7z"],
     ],
     "headers": [redact._AUTHORIZATION, redact._KEY_HEADER, redact._COOKIE, redact._COOKIE_PAIR],
