@@ -588,7 +588,7 @@ _SHAPE_RULES: list[_Shape] = [
     _Shape("password", _RARE_COMMAND_GATES, _RARE_COMMAND, _replace_command),
     _Shape("password", ["machine", "default"], _NETRC, _replace_plain_secret("password")),
     _Shape("password", ["sudo"], _SUDO_STDIN, _replace_sudo_stdin),
-    _Shape("password", ["pass"], _SAID_PASSWORD, _replace_said_password),
+    _Shape("password", ["passw", "passphrase", "passcode"], _SAID_PASSWORD, _replace_said_password),
     _Shape("bearer", ["authorization"], _AUTHORIZATION, _replace_authorization),
     _Shape("api_key", ["key", "token"], _KEY_HEADER, _replace_key_header),
     _Shape("cookie", ["cookie"], _COOKIE, _replace_cookie),

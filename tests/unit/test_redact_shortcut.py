@@ -24,7 +24,10 @@ TAILED_GATES = {
     "SK": "SK" + "0123456789abcdef" * 2,  # Twilio: 32 hex digits
     "key-": "key-" + "0123456789abcdef" * 2,  # Mailgun: 32 hex digits
     ":A": "123456789:A" + "a1_" * 11 + "b",  # Telegram: a bot id, then 34 token characters
-    "pass": "the password is x",  # "my password is …"
+    # "my password is …"
+    "passw": "the password is x",
+    "passphrase": "the passphrase is x",
+    "passcode": "the passcode is x",
 }
 
 
