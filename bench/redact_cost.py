@@ -8,18 +8,23 @@ and separately what importing the module (compiling its patterns) costs in a fre
 hook pays only when `spool.may_need_redaction` says a text may hold a secret.
 Writes bench/results/redact_cost.json.
 
-    python bench/redact_cost.py [--calls 300]
+With --baseline (another checkout's cems_cli/text/redact.py, e.g. from `git archive main`), both versions
+run interleaved, call for call, so a loaded machine slows both alike; min and median are printed for each.
+
+    python bench/redact_cost.py [--calls 300] [--baseline PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -72,6 +77,41 @@ def per_call_ms(text: str, calls: int) -> list[float]:
     return samples
 
 
+def _load(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def compare(baseline: Path, calls: int) -> dict[str, object]:
+    """This checkout's redaction against `baseline`'s, call for call on each output: min and median ms."""
+    versions = {
+        "baseline": _load(baseline, "baseline_redact"),
+        "this": _load(REPO / "cems_cli" / "text" / "redact.py", "this_redact"),
+    }
+    report: dict[str, object] = {}
+    for name, build in OUTPUTS.items():
+        text = build()
+        samples: dict[str, list[float]] = {label: [] for label in versions}
+        for _ in range(calls):
+            for label, module in versions.items():
+                started = time.perf_counter()
+                module.sanitize_for_storage(text)
+                samples[label].append((time.perf_counter() - started) * 1000)
+        stats = {
+            label: {"min_ms": round(min(values), 3), "median_ms": round(statistics.median(values), 3)}
+            for label, values in samples.items()
+        }
+        report[name] = stats
+        shown = "   ".join(
+            f"{label} min {v['min_ms']:.3f} median {v['median_ms']:.3f} ms" for label, v in stats.items()
+        )
+        print(f"{name:<20} {shown}")
+    return report
+
+
 def import_ms(runs: int = 15) -> float:
     """Median extra cost of `import cems_cli.text.redact` (patterns compiled) over a bare interpreter."""
     def median_of(code: str) -> float:
@@ -88,8 +128,11 @@ def import_ms(runs: int = 15) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--baseline", type=Path, help="another checkout's cems_cli/text/redact.py to compare")
     args = parser.parse_args()
     report: dict[str, object] = {"benchmark": "redaction per call on 10 KB tool outputs", "calls": args.calls}
+    if args.baseline:
+        report["against_baseline"] = compare(args.baseline, args.calls)
     for name, build in OUTPUTS.items():
         samples = sorted(per_call_ms(build(), args.calls))
         report[name] = {
