@@ -227,6 +227,7 @@ SCANNERS: dict[str, list[re.Pattern[str]]] = {
         and shape.kind not in PROVIDER_KINDS
     ] + [shape.pattern for shape in redact._SHAPE_RULES if shape.kind == "jwt"] + [redact._MARKER],
     "flag": [redact._FLAG],
+    "gates": [shape.gate for shape in redact._SHAPE_RULES if shape.gate],
     "assignment": [redact._ASSIGNMENT, redact._CAMEL, redact._SENSITIVE_KEY],
 }
 ANCHORED = [
@@ -250,6 +251,7 @@ def _module_patterns() -> set[re.Pattern[str]]:
         elif isinstance(value, dict):
             found.update(v for v in value.values() if isinstance(v, re.Pattern))
     found.update(shape.pattern for shape in redact._SHAPE_RULES)
+    found.update(shape.gate for shape in redact._SHAPE_RULES if shape.gate)
     return found
 
 
