@@ -208,13 +208,15 @@ _AWS_NEAR = 4096
 
 def _replace_aws_secret_near_id() -> Replacer:
     marker = _marker("aws_secret_key")
-    seen: list[object] = [None, ()]  # the text last scanned for key ids, and where they end
+    # The text last scanned for key ids and where they start: one scan per text, however many candidates it
+    # holds. One tuple, replaced whole, so two threads redacting two texts never mix their ids.
+    last: list[tuple[str, list[int]]] = [("", [])]
 
     def replace(match: re.Match[str]) -> str:
-        text = match.string
-        if seen[0] is not text:
-            seen[0], seen[1] = text, [m.start() for m in _AWS_KEY_ID.finditer(text)]
-        starts: list[int] = seen[1]  # type: ignore[assignment]
+        text, starts = last[0]
+        if text is not match.string:
+            text, starts = match.string, [m.start() for m in _AWS_KEY_ID.finditer(match.string)]
+            last[0] = (text, starts)
         index = bisect.bisect_left(starts, match.start())
         near = (index < len(starts) and starts[index] - match.end() <= _AWS_NEAR) or (
             index > 0 and match.start() - starts[index - 1] <= _AWS_NEAR
@@ -390,7 +392,8 @@ def _replace_plain_secret(kind: str) -> Replacer:
 
     def replace(match: re.Match[str]) -> str:
         value = match.group("secret")
-        if _is_placeholder(value) or _is_plain_word(value) or value.lower() in _LITERALS:
+        word = value.rstrip(_SENTENCE_END)  # "… password reset." ends a sentence
+        if _is_placeholder(value) or _is_plain_word(word) or word.lower() in _LITERALS:
             return match.group(0)
         return _splice(match, "secret", marker)
 
@@ -745,6 +748,10 @@ _NOT_SECRET_KEYS = frozenset({"PWD", "OLDPWD"})  # the shell's working directori
 # Keys a qualifier would wrongly clear: a service account's private_key_id identifies its key pair.
 _ALWAYS_SECRET_KEYS = frozenset({"PRIVATE_KEY_ID"})
 _REST_OF_LINE_IS_BLANK = re.compile(r"[^\S\n]*+(?:#|\n|\Z)")
+# A generated value: 8 or more letters, digits and base64/URL-safe symbols, with a letter and a digit.
+_MIXED_RUN = re.compile(
+    r"(?=[A-Za-z0-9+/=_\-]{0,200}?[0-9])(?=[A-Za-z0-9+/=_\-]{0,200}?[A-Za-z])[A-Za-z0-9+/=_\-]{8,}"
+)
 
 
 def _key_is_sensitive(key: str) -> bool:
@@ -793,9 +800,10 @@ def _value_is_secret(match: re.Match[str]) -> bool:
     if "(" in value:
         return False  # a call: password = get_password()
     if operator == ":" and not _line_is_key_value(match):
-        # After other text on its line: prose ("Token: the unit of text") or inline code, unless the value
-        # reads as generated (`oauth: {client_id: web, client_secret: q8Xz2LmN4pR7}`); a URL stays.
-        return "://" not in value and not value.startswith("/") and _looks_generated(value)
+        # After other text on its line: prose ("Token: the unit of text") or inline code (`token_logprobs:
+        # Optional[List[float]]`, `auth: type[httpx2.Auth]` in a signature), unless the value is one run
+        # of letters and digits mixed, as generated secrets are (`{client_id: web, client_secret: q8Xz2L}`).
+        return _MIXED_RUN.fullmatch(value) is not None and _looks_generated(value)
     if not _IDENTIFIER.match(value):
         return True  # digits first, symbols, slashes: literal text such as hunter2! or s3cr3t/+x
     # A bare name is usually code: `password = password`, `{"token": token}`, `token: this.token`.

@@ -232,7 +232,7 @@ SCANNERS: dict[str, list[re.Pattern[str]]] = {
 }
 ANCHORED = [
     redact._IDENTIFIER, redact._TYPE_NAME, redact._SCHEME, redact._CREDENTIAL, redact._AUTH_PARAM,
-    redact._REST_OF_LINE_IS_BLANK, redact._LOGIN,
+    redact._REST_OF_LINE_IS_BLANK, redact._LOGIN, redact._MIXED_RUN,
 ]
 # CPU time of this process, not wall time: on a machine shared with other jobs, waiting for a core is not the
 # pattern's cost, and a quadratic pattern burns the CPU time itself.
