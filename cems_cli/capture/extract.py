@@ -163,3 +163,176 @@ def pattern_statements(
         for index, command in enumerate(commands)
     ]
     return [s.text for s in derive_statements(project, events) if s.kind in _PATTERN_KINDS]
+
+
+# --------------------------------------------------------------------------- findings
+
+# What the agent found out and said in its answer ("Flags are read from config/flags.yaml by app/flags.py"):
+# a sentence is a finding when it names something of the project a later session can act on. Recognised
+# by form, not by topic (hand-written: no library tags "a path, a config key, a version" in prose offline).
+_FACT_TOKENS = re.compile(
+    "|".join(
+        (
+            r"`[^`\n]{2,}`",  # inline code: a command, a file, a key, a value
+            r"\bhttps?://[^\s)>\]]+",
+            # a path: a/b.ext, ./x, ~/x, /etc/x, a/b/c (not "and/or", "CI/CD": one slash between two words)
+            r"(?<![\w/])(?:~|\.{1,2})?/?[\w.@-]+(?:/[\w.@<>*-]+){2,}/?",
+            r"(?<![\w/])(?:~|\.{1,2})/[\w.@<>*-]+",
+            r"(?<![\w/])/?[\w@-]+/[\w@-]*[\w-]\.[A-Za-z]{1,10}\b",
+            # a file name with an extension, a dotfile, the files without one
+            r"\b[\w-]+\.(?:py|pyi|ipynb|js|mjs|cjs|ts|tsx|jsx|json|jsonl|ya?ml|toml|ini|cfg|conf|env|lock|md|rst|"
+            r"txt|sql|sh|bash|zsh|ps1|go|mod|rs|rb|java|kt|swift|c|h|cc|cpp|hpp|cs|php|tf|tfvars|hcl|proto|"
+            r"graphql|css|scss|html|vue|svelte|xml|gradle|properties|plist|service|nix|csv|log)\b",
+            r"(?<![\w.])\.[a-z][\w-]*(?:\.[\w-]+)*\b",
+            r"\b(?:Dockerfile|Containerfile|Makefile|Justfile|Procfile|Gemfile|Rakefile|Jenkinsfile|"
+            r"Vagrantfile|Caddyfile|Brewfile|Pipfile|CODEOWNERS)\b",
+            r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b",  # an environment variable or constant: DOCKER_BUILDKIT
+            r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b",  # an identifier: amount_cents, ledger_entries
+            r"\b[a-z]+[A-Z]\w*\b",  # camelCase: waitForTimeout, useCart
+            r"\b[A-Z]{2,}[a-z]{2,}\w*\b",  # OOMKilled, JSONSchema
+            r"\b[\w.-]+=[\w./:@-]+",  # key=value: DOCKER_BUILDKIT=1, ENV=prod
+            # a version (not a duration: "4.37s")
+            r"\bv?\d+\.\d+(?:\.\d+)*(?:[-+][\w.]+)?\b(?!\s?(?:s|ms|sec|secs|seconds|minutes|%|x)\b)",
+            r"\b(?:port|version|v)\s?\d+\b|(?<=[\w\]]):\d{2,5}\b",  # a port, a bare version number
+            r"\b\d+(?:\.\d+)?\s?(?:[KMGT]i?B|[KMGT]i|[kKMG]B)\b",  # a size: 256Mi, 64 KiB
+            r"\b\d{1,2}:\d{2}\s?UTC\b",
+            # a command said without backticks, by a program that is no English word
+            r"\b(?:npx|pnpm|npm|yarn|uv|uvx|pip3?|pipx|poetry|docker|docker-compose|kubectl|helm|terraform|"
+            r"cargo|pytest|brew|apt-get|alembic|gh|ruff|mypy|tox|nox|rustup|nvm|pyenv|conda)\s+"
+            r"(?!(?:is|are|was|were|and|or|the|a|an|to|for|of|in|on|with|that|this|it|by|as)\b)-{0,2}[a-z][\w:.-]*",
+        )
+    )
+)
+# Prose words that look like file names or dotted tokens: e.g, i.e, etc.
+_NOT_FACTS = frozenset({"e.g", "i.e", "etc", "vs", "a.m", "p.m", ".e", ".g"})
+# "X failed because Y", "the tests timed out since Playwright's browsers were missing": a cause, and its fix.
+_CAUSE = re.compile(
+    r"\b(?:because|caused by|due to|the cause|root cause|the reason|which is why|that is why|so that|"
+    r"fixed (?:it |this )?(?:by|with)|the fix|only (?:builds?|works?|runs?|passes) (?:with|when|if|after))\b",
+    re.I,
+)
+_PROBLEM = re.compile(
+    r"\b(?:fail\w*|error\w*|timed? ?out|missing|crash\w*|broke\w*|broken|refused|denied|not found|"
+    r"couldn't|can't|cannot|could not|won't|wouldn't|doesn't|didn't|does not|did not|only|need\w*|"
+    r"requires?)\b",
+    re.I,
+)
+# Talk about the conversation rather than the project.
+_FILLER = re.compile(
+    r"^(?:let me know|feel free|hope (?:this|that|it) helps|if you(?:'d| would)? (?:like|want|need|prefer)"
+    r"|would you like|do you want|want me to|shall i|should i|happy to|glad to|let me|i'll|i will"
+    r"|i'm going to|i am going to|i can also|i could|now i'll|now let me|next,? i'll|here(?:'s| is| are)"
+    r"|below (?:is|are)"
+    r"|as (?:requested|you asked)|you asked|your question|to answer your question|in summary|to summari[sz]e"
+    r"|summary\b|done\b|all done|sure\b|great\b|perfect\b|got it|understood|noted\b|okay\b|ok\b|thanks?\b"
+    r"|good (?:question|catch)|you're right|you are right|absolutely|certainly|of course"
+    r"|i'm (?:currently |now )?(?:ready|here)\b|.*\bready to help\b)",
+    re.I,
+)
+_EMPHASIS = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)")
+_FINDING_SENTENCES, _FINDING_CHARS = 3, 320
+_REQUEST_WORDS = 12
+
+
+def fact_tokens(sentence: str) -> set[str]:
+    """The project-specific things a sentence names (paths, commands, keys, values, versions…), lowercased."""
+    found = set()
+    for match in _FACT_TOKENS.finditer(sentence):
+        token = match.group(0).strip("`.,;:()").lower()
+        if len(token) >= 2 and token not in _NOT_FACTS:
+            found.add(token)
+    return found
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9][\w.-]*[a-z0-9]|[a-z0-9]", text.lower()) if len(w) > 2}
+
+
+def near_duplicate(a: str, b: str, share: float = 0.7) -> bool:
+    """`a` and `b` say the same thing: most of the shorter one's words are in the longer one (a decision the
+    user gave in the prompt and the agent repeated in the answer, with a word or two changed)."""
+    words_a, words_b = _words(a), _words(b)
+    if not words_a or not words_b:
+        return False
+    shorter, longer = sorted((words_a, words_b), key=len)
+    return len(shorter & longer) >= share * len(shorter)
+
+
+def is_filler(sentence: str) -> bool:
+    return bool(_FILLER.match(sentence.lstrip("*_ ").strip()))
+
+
+def states_a_fact(sentence: str, request: str = "") -> bool:
+    """A sentence that tells something about the project: it names something (path, command, key, value,
+    version, port) the request did not already name, or gives the cause of a problem. Talk about the
+    conversation, plans ("I'll now…") and the question said again are not facts."""
+    if is_filler(sentence):
+        return False
+    new = fact_tokens(sentence) - fact_tokens(request)
+    if new:
+        return True
+    causal = bool(_CAUSE.search(sentence) and _PROBLEM.search(sentence))
+    return causal and not near_duplicate(sentence, request)
+
+
+def request_gist(prompt: str) -> str:
+    """The request an answer answers, in a few words: its first sentence, at most a dozen words. A
+    notification the client typed in for the user (`<task-notification>…<summary>…`) is its summary."""
+    summary = re.search(r"<summary>(.*?)</summary>", prompt, re.S)
+    if summary:
+        prompt = summary.group(1)
+    elif prompt.lstrip().startswith("<"):
+        prompt = re.sub(r"<[^>]+>", " ", _TAG_ELEMENT.sub(" ", prompt))
+    text = " ".join(_EMPHASIS.sub("", prompt).split())
+    first = re.split(r"(?<=[.!?])\s+|\n", text, maxsplit=1)[0] if text else ""
+    words = first.split()
+    return " ".join(words[:_REQUEST_WORDS]) + ("…" if len(words) > _REQUEST_WORDS else "")
+
+
+# What was done to the repository's history or its review, rather than how the project is: the session
+# record lists it, and a later session has no use for "Pushed feat/x to origin."
+_VCS_REPORT = re.compile(
+    r"^(?:I\s+)?(?:pushed|committed|amended|rebased|squashed|force-pushed)\b"
+    r"|^(?:I\s+)?(?:merged|tagged|opened|created|updated|closed)\b"
+    r"(?=.*\b(?:origin|remote|branch|commit|pull request|PR|merge request|MR|tag)\b|.*/pull/\d)",
+    re.I,
+)
+# A sentence that starts with a number ("141 tests pass.") after one that ends: the prose splitter waits
+# for a capital letter, which a count is not.
+_NUMBER_START = re.compile(r"(?<=[.!?])\s+(?=\d)")
+
+
+# A one-line code block after a colon ("Install it with:" + ```brew install 1password-cli```) is what the
+# sentence says: it becomes inline code, where the prose splitter drops code blocks.
+_ONE_LINE_BLOCK = re.compile(r":[ \t]*\n+[ \t]*```[\w+-]*[ \t]*\n([^\n`]{1,200})\n[ \t]*```")
+# Decoration: rules of box-drawing characters, "★ Insight" banners (an output style), emoji bullets.
+_DECORATION = re.compile(r"`?[★☆✅❌⚠️]*\s*(?:Insight\s*)?[─━═]{3,}`?|[★☆]\s*Insight\b")
+_TAG_ELEMENT = re.compile(r"<([\w-]+)>.*?</\1>", re.S)
+
+
+def finding_sentences(answer: str, request: str = "", known: Iterable[str] = ()) -> list[str]:
+    """The fact-bearing sentences of an answer, in order, without those another memory of the turn already
+    holds (`known`: its decisions, fixes, blocked commands): at most three, about 320 characters."""
+    answer = _DECORATION.sub(" ", _ONE_LINE_BLOCK.sub(lambda m: f": `{m.group(1).strip()}`.", answer))
+    known = list(known)
+    known_tokens: set[str] = set()
+    for text in known:
+        known_tokens |= fact_tokens(text)
+    kept: list[str] = []
+    used = 0
+    for raw in (part for whole in sentences(answer) for part in _NUMBER_START.split(whole)):
+        sentence = _EMPHASIS.sub("", raw).strip()
+        if len(sentence.split()) < _MIN_WORDS or not states_a_fact(sentence, request):
+            continue
+        if _VCS_REPORT.match(sentence):
+            continue
+        tokens = fact_tokens(sentence)
+        if any(near_duplicate(sentence, text) for text in known) or (tokens and tokens <= known_tokens):
+            continue  # said already by a decision, a fix or a blocked command of the same turn
+        if used + len(sentence) > _FINDING_CHARS and kept:
+            break
+        kept.append(sentence)
+        used += len(sentence) + 1
+        if len(kept) >= _FINDING_SENTENCES:
+            break
+    return kept

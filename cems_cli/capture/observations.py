@@ -28,8 +28,11 @@ from cems_cli.capture.extract import (
     FAILED,
     decision_sentences,
     denial_reason,
+    finding_sentences,
+    near_duplicate,
     pattern_statements,
     preference_sentences,
+    request_gist,
     tool_outcome,
 )
 from cems_cli.capture.sessions import time_span
@@ -88,7 +91,7 @@ _LOOKING_PROGRAMS = frozenset(
 )
 _LOOKING_SUBCOMMANDS = frozenset(
     "status log logs diff show current history heads list ls ps top images get describe version inspect "
-    "ping info branch config".split()
+    "ping info branch config view".split()
 )
 # Programs whose subcommands are the project's own targets: a failing `make test` and a passing
 # `make test-db` are variants of one action; `alembic upgrade` and `alembic stamp` are not.
@@ -110,6 +113,10 @@ class Observation:
     created_at: str | None = None  # ISO-8601 from the transcript
     session_id: str = ""
     line: int = 0  # transcript line (1-based) where the turn that produced it starts: provenance
+    # Several sightings of one thing (a command a rule blocked, tried again) make one memory: the store
+    # keeps one memory per `key` and counts the sightings (`count` in this turn).
+    key: str = ""
+    count: int = 1
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -240,6 +247,9 @@ class _Open:
     fixed: list[str] = field(default_factory=list)  # commands that failed, then passed
     answer: str = ""  # the final answer's text, for decisions
     line: int = 0  # transcript line where the turn starts
+    blocked_times: dict[str, int] = field(default_factory=dict)  # blocked item → attempts in this turn
+    message_line: int = 0  # transcript line of the assistant message being gathered
+    conclusion_line: int = 0  # … and of the answer (the last message): a finding's provenance
     more: dict[str, int] = field(default_factory=dict)  # items past a list's cap
     tool_counts: dict[str, int] = field(default_factory=dict)
     tools: int = 0
@@ -375,6 +385,7 @@ class ChunkBuilder:
         if event.message_id != chunk.message_id or not event.message_id:
             self._finish_message(chunk)
             chunk.message_id = event.message_id
+            chunk.message_line = self.line_no
         # Some versions repeat a response's blocks on later lines of the same message: take each once.
         seen = hashlib.blake2b(event.text.encode("utf-8", "replace"), digest_size=8).hexdigest()
         if seen in chunk.message_seen:
@@ -387,6 +398,7 @@ class ChunkBuilder:
     def _finish_message(self, chunk: _Open) -> None:
         if chunk.message_text:
             chunk.conclusion = chunk.message_text
+            chunk.conclusion_line = chunk.message_line
         chunk.message_text, chunk.message_seen = "", []
 
     def _tool_call(self, chunk: _Open, event: ToolCall) -> None:
@@ -427,7 +439,10 @@ class ChunkBuilder:
         what = label or name
         if outcome == DENIED_RULE:
             reason = clip(denial_reason(event.text), 200)
-            chunk.add("blocked", f"`{what}` ({reason})" if reason else f"`{what}`")
+            item = f"`{what}` ({reason})" if reason else f"`{what}`"
+            chunk.add("blocked", item)
+            if item in chunk.blocked:
+                chunk.blocked_times[item] = chunk.blocked_times.get(item, 0) + 1
             chunk.note(f"Blocked by a rule: {reason}")
             return
         if outcome == DENIED_USER:
@@ -573,16 +588,17 @@ def _session_summary(chunk: _Open) -> dict[str, Any]:
 
 
 def _digest(chunk: _Open) -> list[Observation]:
-    """The turn's memories besides the session record: learnings, decisions, preferences, patterns."""
+    """The turn's memories besides the session record: learnings, decisions, preferences, patterns, and what
+    the answer found out. One memory per fact: what the prompt said and the answer repeated is kept once."""
     tags = session_tags(chunk.session_id, chunk.branch)
     found: list[Observation] = []
     seen: set[str] = set()
 
-    def add(category: str, text: str, title: str) -> None:
-        key = " ".join(text.lower().split())
-        if key in seen:
+    def add(category: str, text: str, title: str, *, line: int = 0, key: str = "", count: int = 1) -> None:
+        normal = " ".join(text.lower().split())
+        if normal in seen:
             return
-        seen.add(key)
+        seen.add(normal)
         found.append(
             Observation(
                 text=text,
@@ -592,7 +608,9 @@ def _digest(chunk: _Open) -> list[Observation]:
                 title=clip(title, 80),
                 created_at=chunk.last_at or None,
                 session_id=chunk.session_id,
-                line=chunk.line,
+                line=line or chunk.line,
+                key=key,
+                count=count,
             )
         )
 
@@ -604,16 +622,30 @@ def _digest(chunk: _Open) -> list[Observation]:
         command, _, reason = blocked.partition(" (")
         reason = reason.removesuffix(")")
         text = f"{command} is blocked by a rule{where}" + (f": {reason}" if reason else ".")
-        add("learnings", text, f"Blocked: {command}")
-    for prompt in chunk.prompts:
-        if prompt.startswith("/"):
-            continue
+        # Tried again (this turn, or another session): the same memory, counted (Observer._store_counted).
+        key = "blocked\n" + "\n".join((chunk.project or "", command_key(command.strip("`")), reason))
+        add("learnings", text, f"Blocked: {command}", key=key, count=chunk.blocked_times.get(blocked, 1))
+    prompts = [p for p in chunk.prompts if not p.startswith("/")]
+    stated: list[str] = []  # what the user said, that the answer may repeat
+    for prompt in prompts:
         for sentence in preference_sentences(prompt):
             add("preferences", sentence, f"Preference: {sentence}")
+            stated.append(sentence)
         for sentence in decision_sentences(prompt):
             add("decisions", sentence, f"Decision: {sentence}")
+            stated.append(sentence)
     for sentence in decision_sentences(chunk.conclusion):
+        if any(near_duplicate(sentence, said) for said in stated):
+            continue  # the user's decision, said back: one memory
         add("decisions", sentence, f"Decision: {sentence}")
+    request = prompts[-1] if prompts else ""
+    findings = finding_sentences(chunk.conclusion, request, [o.text for o in found])
+    if findings:
+        # With the request it answers, in a few words: what a later question about the same thing resembles.
+        gist = request_gist(request)
+        body = " ".join(findings)
+        add("learnings", f"{gist} — {body}" if gist else body, f"Found: {gist or findings[0]}",
+            line=chunk.conclusion_line)
     for text in pattern_statements(chunk.project, chunk.session_id, chunk.cwd, chunk.succeeded):
         add("patterns", text, text.removeprefix("In project "))
     return found
@@ -639,13 +671,17 @@ EXTRACTION_SYSTEM = """You turn a coding agent's session transcript into long-te
 Answer with one JSON object: {"observations": [{"category": "...", "title": "...", "text": "..."}]}.
 Categories:
 - learnings: a problem and its verified cause or fix, only when the transcript shows it;
-  keep the exact error text.
+  keep the exact error text. Also what the agent found out about the project and said in its answer
+  (where something is defined or configured, which file reads which setting, a config key or value, a
+  version, a port), with the request it answers in a few words; also when the session only read files.
 - decisions: a choice that was made and why, only when the reason is stated.
 - patterns: a convention or habitual way of working in this project (how it is built, tested, run).
 - preferences: how the user wants things done, only when the user said so.
 A record of what the session did is kept separately: do not summarise the session.
 Each text is one self-contained factual statement of at most 400 characters that names the project, files,
-commands or errors involved, so a later search finds it. No speculation, no advice, no chit-chat.
+commands or errors involved, so a later search finds it. No speculation, no advice, no chit-chat, no
+pleasantries or plans ("Done.", "Let me know if…", "I'll now…"), nothing the user asked restated. State each
+fact once: a decision the user gave and the answer repeated is one observation.
 Return at most 8 observations; return {"observations": []} when nothing is worth remembering."""
 
 _MAX_OBSERVATIONS = 8

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -334,6 +335,9 @@ class Observer:
             store.save_file(conn, self.user, new)
 
     def _store(self, observation: Observation, report: RunReport) -> None:
+        if observation.key:
+            self._store_counted(observation, report)
+            return
         memory = self._prepare(observation)
         if memory is None:
             return
@@ -342,6 +346,34 @@ class Observer:
             report.observations += 1
         else:
             report.duplicates += 1
+
+    def _store_counted(self, observation: Observation, report: RunReport) -> None:
+        """One memory per `key` (a command a rule blocked), however often it is seen: a later sighting
+        adds its count to the memory's and moves its date (and citation) to the latest sighting. Runs in the
+        caller's transaction, which also moves the transcript offset: each sighting is counted once."""
+        from cems_cli.store import memories
+
+        tag = "seen:" + hashlib.blake2b(observation.key.encode("utf-8"), digest_size=8).hexdigest()
+        existing = memories.find_live_tagged(self.svc.conn, self.svc.identity, tag)
+        count = observation.count + (_seen_count(existing.content) if existing else 0)
+        at = _timestamp(observation.created_at)
+        latest = at if existing is None or at is None or at > existing.created_at else existing.created_at
+        text = observation.text
+        if count > 1:
+            text = f"{text} Tried {count} times, last on {latest:%Y-%m-%d}." if latest else text
+        memory = self._prepare(replace(observation, text=text, tags=[*observation.tags, tag]))
+        if memory is None:
+            return
+        if existing is None:
+            _id, created = self.svc.store(memory)
+            report.observations += int(created)
+            report.duplicates += int(not created)
+            return
+        if latest is not at:  # an older sighting read late (a backlog): the latest one keeps the citation
+            memory = replace(memory, tags=existing.tags, source_ref=None, created_at=None)
+        if self.svc.replace(existing.id, memory):
+            memories.keep_latest_evidence(self.svc.conn, existing.id, memory)
+        report.duplicates += 1
 
     def _prepare(self, observation: Observation) -> NewMemory | None:
         from cems_cli.errors import UserError
@@ -594,6 +626,15 @@ def _timestamp(value: str | None) -> datetime | None:
     except ValueError:
         return None
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+_SEEN = re.compile(r" Tried (\d+) times, last on \d{4}-\d{2}-\d{2}\.$")
+
+
+def _seen_count(text: str) -> int:
+    """How many sightings a counted memory's text says it stands for (one when it does not say)."""
+    match = _SEEN.search(text)
+    return int(match.group(1)) if match else 1
 
 
 def _iso(value: object) -> str | None:

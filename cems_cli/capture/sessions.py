@@ -3,7 +3,7 @@
 Each finished turn adds to the record what it asked, changed, ran, what was blocked and what failed; the
 session's context memory is re-rendered from the whole record (one memory per session, kept up to date).
 The text says only what happened: no "Outcome: done." filler, and a session in which nothing was done
-(questions and answers only) gets no context memory at all.
+(questions and answers only, or only a blocked command) gets no context memory at all.
 
 Records are plain JSON (stored in `capture_sessions.record`); every list is capped so a session of a
 thousand turns stays a short memory.
@@ -65,11 +65,13 @@ def merge(record: dict[str, Any], turn: dict[str, Any]) -> dict[str, Any]:
 
 
 def worth_remembering(record: dict[str, Any]) -> bool:
-    """Something was done, tried or refused. A session of questions and answers is not context, nor one
-    that only looked around (`ls`, `git status`): its record would be the question asked again ("Asked:
-    which i18n library do we use? Ran: `ls`."), the best match for that question the next time, above the
-    memory that answers it."""
-    return _acted(record) or any(record.get(name) for name in ("changed", "blocked", "denied", "errors"))
+    """Something was done, or failed, or the user refused it. A session of questions and answers is not
+    context, nor one that only looked around (`ls`, `git status`): its record would be the question asked
+    again ("Asked: which i18n library do we use? Ran: `ls`."), the best match for that question the next
+    time, above the memory that answers it; what such a session found out is kept as findings
+    (`extract.finding_sentences`). Nor is one whose only event is a command a rule blocked: that is one
+    counted memory however often it is tried, and a record per attempt only said it again."""
+    return _acted(record) or any(record.get(name) for name in ("changed", "denied", "errors"))
 
 
 def _acted(record: dict[str, Any]) -> bool:

@@ -79,6 +79,41 @@ def keep_earliest_evidence(conn: psycopg.Connection, memory_id: str, memory: New
     )
 
 
+@dataclass(frozen=True)
+class Tagged:
+    id: str
+    content: str
+    created_at: Any  # datetime
+    tags: list[str]
+
+
+def find_live_tagged(conn: psycopg.Connection, identity: Identity, tag: str) -> Tagged | None:
+    """This owner's live personal memory carrying `tag` (the newest, should there be two)."""
+    row = conn.execute(
+        "SELECT id, content, created_at, tags FROM memory_documents WHERE user_id = %s "
+        "AND scope = 'personal' AND NOT archived AND tags @> ARRAY[%s]::text[] "
+        "ORDER BY created_at DESC LIMIT 1",
+        (identity.user, tag),
+    ).fetchone()
+    return Tagged(str(row[0]), str(row[1]), row[2], list(row[3] or [])) if row else None
+
+
+def keep_latest_evidence(conn: psycopg.Connection, memory_id: str, memory: NewMemory) -> None:
+    """A counted memory seen again (a blocked command tried again): it dates from, and cites, the latest
+    sighting, which a later question about it is most likely to mean."""
+    if memory.created_at is None:
+        return
+    moving = [t for t in memory.tags if t.startswith(_EVIDENCE_TAGS)]
+    conn.execute(
+        "UPDATE memory_documents SET created_at = %(at)s, source_ref = %(ref)s, tags = ARRAY("
+        "  SELECT t FROM unnest(tags) AS t WHERE NOT t LIKE ANY(%(kinds)s::text[])"
+        ") || %(moving)s::text[] "
+        "WHERE id = %(id)s AND created_at < %(at)s",
+        {"at": memory.created_at, "ref": memory.source_ref, "moving": moving, "id": memory_id,
+         "kinds": [f"{prefix}%" for prefix in _EVIDENCE_TAGS]},
+    )
+
+
 def insert_memory(
     conn: psycopg.Connection,
     identity: Identity,

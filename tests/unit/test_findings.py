@@ -1,0 +1,138 @@
+"""What the agent found out and said in its answer is kept: fact-bearing sentences, never filler; one memory
+per fact (a decision the answer repeats, a blocked command tried again)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cems_cli.capture import sessions
+from cems_cli.capture.extract import finding_sentences, near_duplicate, request_gist, states_a_fact
+from cems_cli.capture.observations import Chunk, ChunkBuilder
+from cems_cli.capture.transcript import parse_line
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "findings"
+
+
+def chunks(name: str) -> list[Chunk]:
+    builder = ChunkBuilder()
+    found: list[Chunk] = []
+    for number, raw in enumerate((FIXTURES / f"{name}.jsonl").read_bytes().splitlines(), 1):
+        line = parse_line(raw)
+        if line is not None:
+            builder.line_no = number
+            found += builder.feed(line)
+    return found + builder.flush()
+
+
+def texts(name: str, category: str | None = None) -> list[str]:
+    return [o.text for c in chunks(name) for o in c.observations if category in (None, o.category)]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Flags are read from config/flags.yaml by app/flags.py; staging overrides live in "
+        "deploy/staging/flags.yaml.",
+        "The e2e tests timed out because Playwright's browsers were missing; I installed them with "
+        "npx playwright install chromium.",
+        "The image only builds with DOCKER_BUILDKIT=1 because the Dockerfile uses cache mounts.",
+        "The API pod was OOMKilled at its 256Mi limit; the staging values now allow 512Mi.",
+        "The dev server listens on port 5173.",
+        "We are on Go 1.23 now.",
+    ],
+)
+def test_a_sentence_that_names_something_of_the_project_or_a_cause_is_a_fact(sentence):
+    assert states_a_fact(sentence)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Done.",
+        "Let me know if you want me to change anything else.",
+        "I'll now run the tests in `tests/unit`.",
+        "If you'd like, I can add it to the `Makefile`.",
+        "Here's what I found in `app/flags.py`:",
+        "All 141 tests pass in 4.37s.",
+        "This works for input/output and CI/CD alike.",
+    ],
+)
+def test_filler_plans_and_status_lines_are_not_facts(sentence):
+    assert not states_a_fact(sentence)
+
+
+def test_the_question_said_again_is_not_a_finding():
+    request = "Why does `make build` fail with `E: cache mount`?"
+    assert finding_sentences("You asked why `make build` fails with `E: cache mount`.", request) == []
+    assert finding_sentences("`make build` needs `DOCKER_BUILDKIT=1`.", request) == [
+        "`make build` needs `DOCKER_BUILDKIT=1`."
+    ]
+
+
+def test_headings_alone_and_code_blocks_are_left_out_and_a_one_line_command_block_is_kept_inline():
+    answer = "## Feature flags\n\nThe CLI is installed with:\n```bash\nbrew install 1password-cli\n```\nDone."
+    assert finding_sentences(answer) == ["The CLI is installed with: `brew install 1password-cli`."]
+
+
+def test_what_another_memory_of_the_turn_holds_is_not_repeated():
+    fix = (
+        '`pnpm test:e2e` failed with "Executable doesn\'t exist"; '
+        "it passed after `pnpm exec playwright install`."
+    )
+    answer = "After `pnpm exec playwright install` the e2e tests pass with `pnpm test:e2e`."
+    assert finding_sentences(answer, known=[fix]) == []
+
+
+def test_the_request_in_a_few_words():
+    assert request_gist("Where are the feature flags defined? Also check staging.") == (
+        "Where are the feature flags defined?"
+    )
+    long = "Please go through every one of the services in this repository and tell me which ones read flags"
+    assert request_gist(long).endswith("…") and len(request_gist(long).split()) == 12
+    notification = "<task-notification><task-id>b33</task-id><summary>Background build failed</summary>"
+    assert request_gist(notification) == "Background build failed"
+
+
+def test_a_session_that_only_looked_around_and_answered_leaves_its_finding_with_provenance():
+    [chunk] = chunks("flags")
+    [finding] = [o for o in chunk.observations if o.category == "learnings"]
+    assert finding.text == (
+        "Where are the feature flags defined? — Flags are read from `config/flags.yaml` by `app/flags.py`; "
+        "staging overrides live in `deploy/staging/flags.yaml`, which the staging kustomization mounts over "
+        "the defaults."
+    )
+    assert finding.session_id == "6a0f1c2e-1111-4a1a-9b1b-000000000001"
+    assert finding.line == 9  # the answer's transcript line
+    record = sessions.merge(sessions.new_record(chunk.session_id, chunk.project, "", False), chunk.session)
+    assert not sessions.worth_remembering(record)  # no session record: it only looked around
+
+
+def test_the_cause_and_its_fix_and_a_config_key_are_findings():
+    [e2e] = texts("e2e", "learnings")
+    assert "Playwright's browsers were missing" in e2e and "`npx playwright install chromium`" in e2e
+    assert "Done" not in e2e
+    [docker] = texts("docker", "learnings")
+    assert "`DOCKER_BUILDKIT=1`" in docker and "cache mounts" in docker
+    assert "Good question" not in docker and "Makefile" not in docker and "I'll now" not in docker
+
+
+def test_a_decision_said_in_the_prompt_and_repeated_in_the_answer_is_one_memory():
+    decisions = texts("decision", "decisions")
+    assert decisions == [
+        "We'll use Postgres advisory locks instead of Redis locks, so a crashed worker releases its lock "
+        "with its connection."
+    ]
+    assert near_duplicate(decisions[0], "We'll use Postgres advisory locks instead of Redis locks.")
+    assert not near_duplicate(decisions[0], "We'll use Redis for the session cache.")
+
+
+def test_a_blocked_command_carries_one_key_and_its_attempts_and_alone_makes_no_session_record():
+    [chunk] = chunks("blocked-2")
+    blocked = [o for o in chunk.observations if o.key]
+    assert {o.key for o in blocked} == {blocked[0].key} and len(blocked) == 2  # `--force` and `-f`: one key
+    [first] = [o for o in chunks("blocked-1")[0].observations if o.key]
+    assert first.key == blocked[0].key and first.count == 1
+    record = sessions.merge(sessions.new_record(chunk.session_id, chunk.project, "", False), chunk.session)
+    assert record["blocked"] and not sessions.worth_remembering(record)
