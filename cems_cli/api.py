@@ -268,19 +268,21 @@ class Memory:
         min_confidence: float | None = None,
         mode: str | None = None,
         timeout: float | None = None,
+        exclude: Sequence[str] = (),
     ) -> list[SearchResult]:
         """What to put in front of an agent for this prompt: few memories, each clearly relevant, within a
         token budget (what is not given comes from the settings: CEMS_RECALL_*, `cems config set`). Recall
         is not an access (it does not raise a memory's priority) but it is use: `last_recalled` is stamped,
         which context expiry reads. `timeout` (seconds): the answer is due by then; the LLM stages share
-        what is left and drop what cannot finish, so a hung endpoint cannot make the prompt wait."""
+        what is left and drop what cannot finish, so a hung endpoint cannot make the prompt wait.
+        `exclude`: ids the agent's context already holds (its session's profile); others take their place."""
         import time
 
         deadline = time.monotonic() + timeout if timeout else None
         return self._service.recall(
             prompt, project=project, limit=limit, token_budget=token_budget, min_score=min_score,
             min_relative=min_relative, min_similarity=min_similarity, min_confidence=min_confidence,
-            mode=mode, deadline=deadline,
+            mode=mode, deadline=deadline, exclude=exclude,
         )
 
     def profile(self, project: str | None = None, token_budget: int | None = None) -> str:
@@ -291,6 +293,16 @@ class Memory:
 
         budget = defaults.PROFILE_TOKEN_BUDGET if token_budget is None else token_budget
         return build_profile(self._service, project, budget)
+
+    def profile_with_ids(
+        self, project: str | None = None, token_budget: int | None = None
+    ) -> tuple[str, list[str]]:
+        """`profile`, and the ids of the memories it shows."""
+        from cems_cli import defaults
+        from cems_cli.recall import profile_with_ids
+
+        budget = defaults.PROFILE_TOKEN_BUDGET if token_budget is None else token_budget
+        return profile_with_ids(self._service, project, budget)
 
     def get(self, id_or_prefix: str) -> MemoryRecord:
         return self._service.get(id_or_prefix)

@@ -50,6 +50,11 @@ def format_recall(results: list[dict[str, Any]], project: str | None = None) -> 
 
 def build_profile(svc: MemoryService, project: str | None, budget: int) -> str:
     """Pinned guidelines, top preferences, then recent context and learnings of this project, in budget."""
+    return profile_with_ids(svc, project, budget)[0]
+
+
+def profile_with_ids(svc: MemoryService, project: str | None, budget: int) -> tuple[str, list[str]]:
+    """The profile block and the ids of the memories it shows (the prompt hook leaves those out)."""
     from cems_cli.store.profile import profile_sections
     from cems_cli.text.tokens import estimate_tokens
 
@@ -72,6 +77,7 @@ def build_profile(svc: MemoryService, project: str | None, budget: int) -> str:
         if lines:
             parts.append(f"{title}:\n" + "\n".join(lines))
     if not parts:
-        return ""
+        return "", []
     where = f" for {project}" if project else ""
-    return f"<memory-profile>\nWhat CEMS remembers{where}:\n" + "\n\n".join(parts) + "\n</memory-profile>"
+    text = f"<memory-profile>\nWhat CEMS remembers{where}:\n" + "\n\n".join(parts) + "\n</memory-profile>"
+    return text, list(seen)

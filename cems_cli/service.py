@@ -441,9 +441,11 @@ class MemoryService:
         min_confidence: float | None = None,
         mode: str | None = None,
         deadline: float | None = None,
+        exclude: Sequence[str] = (),
     ) -> list[SearchResult]:
         """What the prompt hook injects; what is not given comes from the live settings (CEMS_RECALL_*,
-        `cems config set recall_limit 2`, …). `deadline`: a time.monotonic() moment the answer is due."""
+        `cems config set recall_limit 2`, …). `deadline`: a time.monotonic() moment the answer is due.
+        `exclude`: ids already in the agent's context, left out before the limit and budget apply."""
         from cems_cli.retrieval.pipeline import SearchRequest, run_search
         from cems_cli.store.memories import record_recall
 
@@ -467,6 +469,7 @@ class MemoryService:
             deadline=deadline,
             other_projects_captured=False,
             general_needs_evidence=True,
+            exclude_ids=frozenset(str(i) for i in exclude),
         )
         self.take_search()
         results = run_search(self, request)

@@ -13,7 +13,7 @@ from cems_cli.defaults import PROFILE_TOKEN_BUDGET
 from cems_cli.hookio import additional_context_answer, cems_home, log_error, run_hook
 
 
-def _in_process_profile(project: str | None, budget: int) -> str:
+def _in_process_profile(project: str | None, budget: int) -> tuple[str, list[str]]:
     from cems_cli.api import Memory
     from cems_cli.config import get_settings
 
@@ -22,7 +22,7 @@ def _in_process_profile(project: str | None, budget: int) -> str:
             memory.rules.refresh()
         except Exception:
             log_error("rules snapshot refresh failed at session start")
-        return memory.profile(project, budget)
+        return memory.profile_with_ids(project, budget)
 
 
 def handle(payload: dict) -> dict | None:
@@ -48,10 +48,14 @@ def handle(payload: dict) -> dict | None:
             2.0,
         )
     if answer is not None and "text" in answer:
-        text = answer["text"]
+        text, ids = answer["text"], answer.get("ids") or []
     else:
         spawn(home)
-        text = _in_process_profile(project, PROFILE_TOKEN_BUDGET)
+        text, ids = _in_process_profile(project, PROFILE_TOKEN_BUDGET)
+    from cems_cli.injected import remember
+
+    # What the profile shows, the session's prompts need not recall again (user_prompt_submit).
+    remember(home, payload.get("session_id"), ids if text and isinstance(ids, list) else [])
     return additional_context_answer("SessionStart", text) if text else None
 
 

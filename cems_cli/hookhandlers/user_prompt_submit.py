@@ -78,6 +78,12 @@ def handle(payload: dict) -> dict | None:
                 request[key] = int(value) if kind is int else value
     if os.environ.get("CEMS_SEARCH_MODE"):
         request["mode"] = os.environ["CEMS_SEARCH_MODE"]
+    from cems_cli.injected import injected
+
+    # The session's profile is in the context already: its memories are not injected a second time.
+    shown = injected(cems_home(), payload.get("session_id"))
+    if shown:
+        request["exclude"] = shown
     # The search gets the rest of the budget, less what the answer's way back and this hook's output take:
     # its LLM stages share it, so a slow endpoint cannot make the prompt wait past the budget.
     remaining = budget - (time.monotonic() - started)

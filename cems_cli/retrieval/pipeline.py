@@ -74,6 +74,8 @@ class SearchRequest:
     # left before it, independent ones run at once, and a stage that cannot finish is dropped (its
     # heuristic or the unexpanded query stands in). None: each stage has its own timeout only.
     deadline: float | None = None
+    # Memories the asker's context already holds (the session's profile): left out, others take their place.
+    exclude_ids: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -252,6 +254,8 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
         if superseded:
             adjusted.sort(key=lambda c: -c.explain["adjust"]["unclamped"])
             trace.stages["superseded"] = superseded
+    if request.exclude_ids:
+        adjusted = [c for c in adjusted if c.document_id not in request.exclude_ids]
     if not request.other_projects_captured and request.current_project:
         adjusted = [c for c in adjusted if not _captured_elsewhere(c, request.current_project)]
     if request.general_needs_evidence and adjusted:

@@ -87,7 +87,8 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         )
         if op == "profile":
             budget = request.get("token_budget")
-            return {"text": memory.profile(request.get("project"), int(budget) if budget else None)}
+            text, ids = memory.profile_with_ids(request.get("project"), int(budget) if budget else None)
+            return {"text": text, "ids": ids}
         results = memory.recall(
             str(request.get("query", "")),
             project=request.get("project"),
@@ -99,8 +100,16 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             min_confidence=_number(request, "min_confidence", float),
             mode=str(request["mode"]) if request.get("mode") else None,
             timeout=(budget_ms / 1000) if (budget_ms := _number(request, "budget_ms", float)) else None,
+            exclude=_ids(request.get("exclude")),
         )
         return {"results": [r.to_json() for r in results]}
+
+
+def _ids(value: Any) -> list[str]:
+    """A request's list of memory ids (what the asker's context already holds); [] when malformed."""
+    if not isinstance(value, list):
+        return []
+    return [v for v in value[:200] if isinstance(v, str) and 0 < len(v) <= 64]
 
 
 def _number(request: dict[str, Any], key: str, kind: type) -> Any:

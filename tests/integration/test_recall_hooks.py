@@ -135,6 +135,34 @@ def test_session_start_injects_the_profile(served):
     assert "I prefer ruff" in text[text.index("Preferences") :]
 
 
+def test_a_memory_the_sessions_profile_holds_is_not_recalled_again_in_that_session(served):
+    """One request never carries the same memory twice: what SessionStart put in the profile, the prompts of
+    that session do not inject again (other sessions still get it)."""
+    import os
+    import re
+    import stat
+
+    environment = {**served, "CEMS_RECALL_TIME_BUDGET": "30"}
+    start = {"session_id": "s-profile", "hook_event_name": "SessionStart", "cwd": "/tmp", "source": "startup"}
+    code, out, err = _run("session_start.py", start, served)
+    assert code == 0, err
+    profile = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    [shown] = re.findall(r"\[([0-9a-f]{8})\][^\n]*Never commit secrets", profile)
+    question = "Can I commit secrets to the repository, or is there a vault CLI?"
+
+    def recalled(session: str) -> str:
+        payload = {**_prompt(question), "session_id": session}
+        code, out, err = _run("user_prompt_submit.py", payload, environment)
+        assert code == 0, err
+        return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
+
+    assert f"[{shown}]" in recalled("another-session")
+    assert f"[{shown}]" not in recalled("s-profile")
+    folder = Path(served["CEMS_HOME"]) / "injected"
+    assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(folder / "s-profile").st_mode) == 0o600
+
+
 @pytest.mark.parametrize(
     "raw", [b"", b"not json", b"[1]", b"\xff\xfe", b'{"hook_event_name": "UserPromptSubmit"}']
 )
