@@ -289,12 +289,18 @@ def request_gist(prompt: str) -> str:
     return " ".join(words[:_REQUEST_WORDS]) + ("…" if len(words) > _REQUEST_WORDS else "")
 
 
-# What was done to the repository's history or its review, rather than how the project is: the session
-# record lists it, and a later session has no use for "Pushed feat/x to origin."
+# What the agent did rather than how the project is ("Pushed feat/x to origin.", "Added httpx to the dev
+# group."): the session record lists changes and commands; a finding keeps how things are, and a cause.
 _VCS_REPORT = re.compile(
     r"^(?:I\s+)?(?:pushed|committed|amended|rebased|squashed|force-pushed)\b"
     r"|^(?:I\s+)?(?:merged|tagged|opened|created|updated|closed)\b"
     r"(?=.*\b(?:origin|remote|branch|commit|pull request|PR|merge request|MR|tag)\b|.*/pull/\d)",
+    re.I,
+)
+_ACTION_REPORT = re.compile(
+    r"^(?:I\s+)?(?:added|installed|reinstalled|created|updated|removed|deleted|moved|renamed|wrote|ran|"
+    r"implemented|refactored|bumped|upgraded|changed|replaced|registered|configured|applied|generated|"
+    r"reformatted|formatted|cleaned|copied|set up)\b",
     re.I,
 )
 # A sentence that starts with a number ("141 tests pass.") after one that ends: the prose splitter waits
@@ -324,7 +330,7 @@ def finding_sentences(answer: str, request: str = "", known: Iterable[str] = ())
         sentence = _EMPHASIS.sub("", raw).strip()
         if len(sentence.split()) < _MIN_WORDS or not states_a_fact(sentence, request):
             continue
-        if _VCS_REPORT.match(sentence):
+        if _VCS_REPORT.match(sentence) or (_ACTION_REPORT.match(sentence) and not _CAUSE.search(sentence)):
             continue
         tokens = fact_tokens(sentence)
         if any(near_duplicate(sentence, text) for text in known) or (tokens and tokens <= known_tokens):

@@ -136,3 +136,10 @@ def test_a_blocked_command_carries_one_key_and_its_attempts_and_alone_makes_no_s
     assert first.key == blocked[0].key and first.count == 1
     record = sessions.merge(sessions.new_record(chunk.session_id, chunk.project, "", False), chunk.session)
     assert record["blocked"] and not sessions.worth_remembering(record)
+
+
+def test_what_the_agent_did_is_the_session_records_business_not_a_finding():
+    answer = "Pushed `feat/rate-limit` to origin. Added `httpx` to the dev group with `uv add --dev httpx`."
+    assert finding_sentences(answer) == []
+    caused = "Added `pythonpath = [\"src\"]` because pytest did not see the `src/` layout."
+    assert finding_sentences(caused) == [caused]
