@@ -226,7 +226,8 @@ _FILLER = re.compile(
     r"|as (?:requested|you asked)|you asked|your question|to answer your question|in summary|to summari[sz]e"
     r"|summary\b|done\b|all done|sure\b|great\b|perfect\b|got it|understood|noted\b|okay\b|ok\b|thanks?\b"
     r"|good (?:question|catch)|you're right|you are right|absolutely|certainly|of course"
-    r"|i'm (?:currently |now )?(?:ready|here)\b|.*\bready to help\b)",
+    r"|i'm (?:currently |now )?(?:ready|here)\b|.*\bready to help\b"
+    r"|api error\b)",  # the client's own message when the model's API failed
     re.I,
 )
 _EMPHASIS = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)")

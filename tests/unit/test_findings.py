@@ -51,6 +51,7 @@ def test_a_sentence_that_names_something_of_the_project_or_a_cause_is_a_fact(sen
     "sentence",
     [
         "Done.",
+        "API Error: 401 {\"type\":\"authentication_error\"} · Please run /login",
         "Let me know if you want me to change anything else.",
         "I'll now run the tests in `tests/unit`.",
         "If you'd like, I can add it to the `Makefile`.",
