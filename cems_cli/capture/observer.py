@@ -365,9 +365,11 @@ class Observer:
         if memory is None:
             return
         if existing is None:
-            _id, created = self.svc.store(memory)
+            memory_id, created = self.svc.store(memory)
             report.observations += int(created)
             report.duplicates += int(not created)
+            if not created:  # the same text stored before memories were counted: count on from it
+                memories.add_tag(self.svc.conn, memory_id, tag)
             return
         if latest is not at:  # an older sighting read late (a backlog): the latest one keeps the citation
             memory = replace(memory, tags=existing.tags, source_ref=None, created_at=None)

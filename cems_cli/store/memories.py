@@ -98,6 +98,13 @@ def find_live_tagged(conn: psycopg.Connection, identity: Identity, tag: str) -> 
     return Tagged(str(row[0]), str(row[1]), row[2], list(row[3] or [])) if row else None
 
 
+def add_tag(conn: psycopg.Connection, memory_id: str, tag: str) -> None:
+    conn.execute(
+        "UPDATE memory_documents SET tags = array_append(tags, %s) WHERE id = %s AND NOT %s = ANY(tags)",
+        (tag, memory_id, tag),
+    )
+
+
 def keep_latest_evidence(conn: psycopg.Connection, memory_id: str, memory: NewMemory) -> None:
     """A counted memory seen again (a blocked command tried again): it dates from, and cites, the latest
     sighting, which a later question about it is most likely to mean."""
