@@ -58,7 +58,10 @@ def test_rule_blocks_and_memories_reach_the_model(claude, env, tmp_path):
             stop_server(Path(env["CEMS_HOME"]))
     assert not model.errors, "the fake model crashed:\n" + "\n".join(model.errors)
     sent = json.dumps(model.message_bodies)
-    assert "<memory-recall>" in sent and "Release branches are cut from main every Tuesday." in sent
+    # The memory reaches the model once: in the session's profile, and not again in the prompt's recall.
+    first = json.dumps(model.message_bodies[0])
+    assert "<memory-profile>" in first
+    assert first.count("Release branches are cut from main every Tuesday.") == 1
     assert "force pushes rewrite shared history" in sent  # the deny reason came back as the tool result
     (denied,) = model.tool_results
     assert denied.get("is_error") and "force pushes rewrite shared history" in json.dumps(denied)

@@ -196,7 +196,8 @@ def test_hooks_and_mcp_search_of_the_plugin_reach_the_model(claude, env, tmp_pat
     recalled = "Release branches are cut from main every Tuesday."
     found = "Staging deploys need a green nightly build first."
     preference = "I prefer squash merges for feature branches."
-    _cems(["remember", recalled, "--category", "context"], env)
+    # Not a kind the profile shows (context, learnings, decisions): the prompt's recall is what brings it.
+    _cems(["remember", recalled, "--category", "patterns"], env)
     found_id = _cems(["remember", found, "--category", "decisions"], env)["id"]
     _cems(["remember", preference, "--category", "preferences"], env)
     _cems(["rule", "add", "Bash: git push --force* — force pushes rewrite shared history"], env)
@@ -221,6 +222,7 @@ def test_hooks_and_mcp_search_of_the_plugin_reach_the_model(claude, env, tmp_pat
     first = json.dumps(model.message_bodies[0]["messages"])
     assert "<memory-profile>" in first and preference in first  # SessionStart
     assert "<memory-recall>" in first and recalled in first  # UserPromptSubmit
+    assert first.count(preference) == 1  # in the profile, and not recalled a second time
     searched, denied, failed = model.tool_results
     # The plugin's MCP server answered, and its answer reached the model's next request.
     assert not searched.get("is_error") and found_id in json.dumps(searched)
