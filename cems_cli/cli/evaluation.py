@@ -26,6 +26,13 @@ def eval_(
                                 "hooks (Stop/PostToolUse and the worker) or observer."),
     questions: Path = typer.Option(None, "--questions", help="--sessions only: ask these questions (a "
                                    "questions.jsonl of the same format) instead of DIR/questions.jsonl."),
+    data: Path = typer.Option(None, "--data", help="--sessions only: the folder of the session sets "
+                              "recorded elsewhere (one sub-folder per set); DIR then holds their questions, "
+                              "<set>.jsonl (bench/agent-sessions/README.md)."),
+    sets: list[str] = typer.Option(None, "--set", help="--data only: run this set (repeatable; default "
+                                   "every set with a questions file)."),
+    swebench_per_repo: int = typer.Option(None, "--swebench-per-repo", help="--data only: the first N "
+                                          "runs of each repository of the swebench set (default all)."),
     mode: str = typer.Option(None, "--mode", help="vector, hybrid or auto (default CEMS_SEARCH_MODE)."),
     limit_questions: int = typer.Option(None, "--limit-questions", help="Only the first N scored questions."),
     out: Path = typer.Option(None, "--out", "-o", help="Write the results JSON here."),
@@ -46,12 +53,22 @@ def eval_(
         fail("--trigger applies to --sessions only")
     if questions is not None and not sessions:
         fail("--questions applies to --sessions only")
+    if data is None and (sets or swebench_per_repo is not None):
+        fail("--set and --swebench-per-repo apply to --sessions DIR --data FOLDER only")
+    if data is not None and (not sessions or questions is not None):
+        fail("--data applies to --sessions DIR (the questions of each set), without --questions")
     if not context and (sessions or compare):
         fail("--no-context applies to --locomo, --longmemeval and --bench")
     if compare:
         _compare(compare, as_json)
         return
     check_range("--limit-questions", limit_questions, 1, 1_000_000)
+    if sessions and data is not None:
+        check_range("--swebench-per-repo", swebench_per_repo, 1, 1_000_000)
+        _agent_sessions(sessions, data, sets=sets or None, swebench_per_repo=swebench_per_repo,
+                        trigger=trigger, mode=mode, limit_questions=limit_questions, out=out, details=details,
+                        as_of=as_of, as_json=as_json)
+        return
     if sessions:
         _sessions(sessions, trigger=trigger, mode=mode, limit_questions=limit_questions, out=out,
                   details=details, as_of=as_of, as_json=as_json, questions=questions)
@@ -137,6 +154,52 @@ def _sessions(folder: Path, *, trigger: str | None, mode: str | None, limit_ques
     console.print(f"captured {config['sessions']} sessions in {config['ingest_seconds']:.1f} s; "
                   f"{config['questions']} questions in {config['query_seconds']:.1f} s"
                   + (f"; results in {out}" if out else ""))
+
+
+def _agent_sessions(questions: Path, data: Path, *, sets: list[str] | None, swebench_per_repo: int | None,
+                    trigger: str | None, mode: str | None, limit_questions: int | None, out: Path | None,
+                    details: Path | None, as_of: str | None, as_json: bool) -> None:
+    """Session sets recorded by others: converted, captured and asked set by set, BM25 beside."""
+    if as_of is not None:
+        fail("--as-of does not apply to --sessions: the prompt hook asks at the current time")
+    from cems_cli.config import get_settings
+    from cems_cli.evaluation.agent_sessions import chosen_sets, run_agent_sessions
+    from cems_cli.evaluation.datasets import DatasetError
+    from cems_cli.evaluation.runner import MODES
+    from cems_cli.evaluation.sessions import TRIGGERS
+    from cems_cli.evaluation.sessions_report import render_agent_sessions
+
+    trigger = (trigger or "both").strip().lower()
+    if trigger not in TRIGGERS:
+        fail(f"unknown trigger {trigger!r} (expected one of: {', '.join(TRIGGERS)})")
+    settings = get_settings()
+    mode = (mode or settings.search_mode).strip().lower()
+    if mode not in MODES:
+        fail(f"unknown mode {mode!r} (expected one of: {', '.join(MODES)})")
+    if not questions.is_dir():
+        fail(f"{questions} is not a folder (the questions of the sets, <set>.jsonl)")
+    if not data.is_dir():
+        fail(f"{data} is not a folder (the session sets' data)")
+    from cems_cli.cli.progress import progress_bar
+
+    try:
+        chosen_sets(questions, sets)
+        run = run_agent_sessions(data, questions, settings, names=sets, trigger=trigger, mode=mode,
+                                 limit_questions=limit_questions, swebench_per_repo=swebench_per_repo,
+                                 progress=lambda label: progress_bar(label, disabled=as_json),
+                                 announce=None if as_json else console.print)
+    except DatasetError as error:
+        fail(str(error))
+    if out:
+        _write(out, json.dumps(run.result, indent=2, ensure_ascii=False) + "\n")
+    if details:
+        _write(details, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in run.details))
+    if as_json:
+        emit_json(run.result)
+        return
+    render_agent_sessions(run.result, console)
+    if out:
+        console.print(f"results in {out}")
 
 
 def _moment(text: str) -> datetime:

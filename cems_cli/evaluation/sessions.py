@@ -99,10 +99,14 @@ class Capture:
                 self.worker[key] = self.worker.get(key, 0) + value
 
 
+Asked = tuple[SessionQuestion, str, QuestionScore, float]
+
+
 @dataclass
 class SessionsRun:
     result: dict[str, Any]
     details: list[dict[str, Any]]
+    asked: list[Asked] = field(default_factory=list)  # what each question got, to sum runs together
 
 
 def run_sessions(dataset: SessionSet, base: Settings, *, trigger: str = "both", mode: str | None = None,
@@ -150,7 +154,7 @@ def run_sessions(dataset: SessionSet, base: Settings, *, trigger: str = "both", 
                      source=source, limit_questions=limit_questions, ingest_seconds=ingest_seconds,
                      query_seconds=query_seconds, shift_days=offset.total_seconds() / 86400)
     details = [_detail(q, block, score, ms) for q, block, score, ms in asked]
-    return SessionsRun(result, details)
+    return SessionsRun(result, details, asked)
 
 
 @contextlib.contextmanager
@@ -412,9 +416,6 @@ def _store_stats(service: MemoryService, dataset: SessionSet) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- recall
-
-
-Asked = tuple[SessionQuestion, str, QuestionScore, float]
 
 
 def _ask(questions: list[SessionQuestion], home: Path, update: Update) -> list[Asked]:

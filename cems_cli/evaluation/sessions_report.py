@@ -128,3 +128,40 @@ def _shown(value: float | None, metric: str) -> str:
 
 def _change(row: Difference) -> str:
     return signed_delta(row, _shown)
+
+
+# --------------------------------------------------------------------------- sets written by others
+
+
+def render_agent_sessions(result: dict[str, Any], console: Console) -> None:
+    """Each set's own tables, then the sets side by side and together (one column each, to fit 80
+    columns), with BM25 over the raw turns below the capture's figures."""
+    for run in (entry["run"] for entry in result["sets"].values()):
+        render_sessions(run, console)
+    config = result.get("config", {})
+    columns = [*result["sets"].items(), ("together", result["together"])]
+    table = Table(title=f"sets written by others — capture, then BM25 top-{config.get('bm25_top_k', 3)} "
+                        "over the raw turns")
+    table.add_column("metric", no_wrap=True)
+    for name, _entry in columns:
+        table.add_column(name, justify="right", style="bold" if name == "together" else None)
+    rows: list[tuple[str, str, str, Any]] = [
+        ("questions", "summary", "questions", str), ("facts", "summary", "facts", str),
+        ("fact recall", "summary", "fact_recall", _ratio),
+        ("stored recall", "summary", "stored_recall", _ratio),
+        ("all facts", "summary", "all_facts", _ratio), ("noise", "summary", "noise", _percent),
+        ("lines / question", "summary", "lines_per_question", lambda v: f"{v:.1f}"),
+        ("tokens / question", "summary", "tokens_per_question", lambda v: f"{v:.0f}"),
+        ("memories / session", "summary", "memories_per_session", lambda v: "—" if v is None else f"{v:.2f}"),
+        ("BM25 fact recall", "bm25", "fact_recall", _ratio), ("BM25 all facts", "bm25", "all_facts", _ratio),
+        ("BM25 noise", "bm25", "noise", _percent),
+        ("BM25 tokens / question", "bm25", "tokens_per_question", lambda v: f"{v:.0f}"),
+    ]
+    for label, part, key, shown in rows:
+        table.add_row(label, *(shown(entry[part].get(key)) for _name, entry in columns),
+                      end_section=label == "memories / session")
+    console.print(table)
+    seconds = ", ".join(f"{name} {entry['seconds']:.0f} s" for name, entry in result["sets"].items())
+    console.print(f"took {config.get('seconds', 0):.0f} s ({seconds})"
+                  + (f"; swebench: first {config['swebench_per_repo']} runs per repository"
+                     if config.get("swebench_per_repo") else ""))
