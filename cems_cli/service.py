@@ -519,13 +519,17 @@ class MemoryService:
 
         if tag is None and source is None:
             raise UserError("select memories with --tag or --source")
-        return memories.owned_live_ids(self.conn, self.identity, tag=tag, source=source)
+        # Rules are left out: they are removed one by one with `cems rule rm` (see forget_ids).
+        return memories.owned_live_ids(self.conn, self.identity, tag=tag, source=source, rules=False)
 
     def forget_ids(
-        self, memory_ids: Sequence[str], *, purge: bool = False, labels: dict[str, str] | None = None
+        self, memory_ids: Sequence[str], *, purge: bool = False, labels: dict[str, str] | None = None,
+        rules: bool = False,
     ) -> list[str]:
         """Forget these full ids in one transaction, rolled back unless every one of them was yours and live
-        (or, for a purge, still there)."""
+        (or, for a purge, still there). A rule is forgotten only with `rules` (`cems rule rm`): `forget` is
+        also the agent's (MCP, the plugin's pre-approved `cems forget`), and an agent must not be able to
+        lift the rules that guard it."""
         from cems_cli.store import memories
 
         ids = list(dict.fromkeys(memory_ids))
@@ -538,10 +542,15 @@ class MemoryService:
                 self.conn, self.identity, ids, purge=purge, admin_teams=admin_teams
             )
             refused = [memory_id for memory_id in ids if memory_id not in done]
+            several = "; nothing was forgotten" if len(ids) > 1 else ""
             if refused:  # raising inside the transaction rolls back what the statement already changed
                 name = (labels or {}).get(refused[0], refused[0])
-                several = "; nothing was forgotten" if len(ids) > 1 else ""
                 raise UserError(f"memory {name!r} is not yours to forget, or already forgotten{several}")
+            guarded = [memory_id for memory_id, category in done.items() if category == "rules"]
+            if guarded and not rules:
+                name = (labels or {}).get(guarded[0], guarded[0])
+                raise UserError(f"{name!r} is a guard rule: rules are removed only by the user, in a "
+                                f"terminal, with `cems rule rm {name}`{several}")
         if "rules" in done.values():
             # A forgotten rule must stop blocking at once: the hook reads only the snapshot.
             from cems_cli.rules.refresh import write_rules_snapshot

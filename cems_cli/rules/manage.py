@@ -102,7 +102,7 @@ def remove_rule(svc: MemoryService, rule_id: str) -> str:
         raise UserError(f"{rule_id!r} is not a rule")
     if owner != svc.settings.user:
         raise UserError(f"rule {rule_id!r} belongs to {owner}; only its owner can remove it")
-    svc.forget(document_id, purge=True)
+    svc.forget_ids([document_id], purge=True, rules=True)  # the one way a rule is removed
     write_rules_snapshot(svc.conn, svc.identity, svc.settings.home)
     return document_id
 

@@ -359,11 +359,14 @@ def forget_memories(
 
 
 def owned_live_ids(
-    conn: psycopg.Connection, identity: Identity, *, tag: str | None = None, source: str | None = None
+    conn: psycopg.Connection, identity: Identity, *, tag: str | None = None, source: str | None = None,
+    rules: bool = True,
 ) -> list[str]:
     """The owner's live memories (personal and those they shared) with this tag and/or this source, oldest
-    first: what `cems forget --tag/--source` selects."""
+    first: what `cems forget --tag/--source` selects (without `rules`, rule memories are left out)."""
     where = ["d.user_id = %(user)s", live_clause()]
+    if not rules:
+        where.append("d.category <> 'rules'")
     params: dict[str, Any] = {"user": identity.user}
     if tag is not None:
         where.append("%(tag)s = ANY(d.tags)")

@@ -100,6 +100,29 @@ def test_each_command_takes_arguments_and_names_real_tools(name):
     assert any(tool.startswith("Bash(cems ") for tool in allowed)  # the CLI fallback the body names
 
 
+# What an agent must never run without the user: each takes rules, or the hooks that enforce them, away.
+TAKES_RULES_AWAY = ("cems rule rm 1a2b3c4d", "cems rule remove 1a2b3c4d", "cems hooks uninstall",
+                    "cems plugin uninstall", "cems config set rules_on_timeout allow")
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_no_command_pre_approves_taking_a_rule_away(name):
+    fields, _ = _frontmatter(PLUGIN_DIR / "commands" / f"{name}.md")
+    allowed = [tool.strip() for tool in fields["allowed-tools"].split(",")]
+    for tool in allowed:
+        if tool.startswith("Bash("):
+            # Claude Code's `Bash(prefix:*)` approves every command that starts with the prefix.
+            rule = tool.removeprefix("Bash(").removesuffix(")")
+            prefix = rule.removesuffix(":*") if rule.endswith(":*") else None
+            for command in TAKES_RULES_AWAY:
+                approved = command.startswith(prefix) if prefix is not None else command == rule
+                assert not approved, (tool, command)
+        else:  # the MCP tools: none of them removes or weakens a rule (test_mcp_server checks `forget`)
+            assert tool.removeprefix(TOOL_PREFIX) in {
+                "search", "list_recent", "remember", "forget", "rule_add", "rule_list"
+            }, tool
+
+
 def test_cems_plugin_path(cli):
     result = cli("plugin", "path")
     assert result.code == 0 and Path(result.stdout.strip()) == PLUGIN_DIR
