@@ -648,12 +648,15 @@ class Rules:
 
     def test(self, tool: str, tool_input: dict[str, Any], *, project: str | None = None,
              cwd: str | None = None) -> Any:
-        """What the PreToolUse hook would decide for this call (a `rules.matcher.Decision`)."""
+        """What the PreToolUse hook would decide for this call (a `rules.matcher.Decision`), with the hook's
+        regex budget from any thread (`rules.bounded`) and its answer to a rule out of time
+        (CEMS_RULES_ON_TIMEOUT)."""
         from cems_cli.project import normalize_project
-        from cems_cli.rules.matcher import decide
+        from cems_cli.rules.bounded import decide_bounded
 
         current = normalize_project(project) if project else self._memory.current_project(cwd)
-        return decide(self.list(), tool, tool_input, current.lower(), cwd=cwd)
+        return decide_bounded(self.list(), tool, tool_input, current.lower(), cwd,
+                              self._memory.settings.rules_on_timeout)
 
 
 class Teams:

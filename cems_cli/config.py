@@ -169,6 +169,10 @@ class Settings(CemsSettingsBase):
     context_ttl_days: float = Field(default=defaults.CONTEXT_TTL_DAYS, gt=0)
     archive_grace_days: float = Field(default=defaults.ARCHIVE_GRACE_DAYS, ge=0)
 
+    # A rule that cannot be checked in time: "deny" (counts as matched) or "allow" (skipped). The hook reads
+    # it itself (cems_cli.rules.timeout_policy); it is deliberately not a live setting (`cems config set`).
+    rules_on_timeout: Literal["deny", "allow"] = defaults.RULES_ON_TIMEOUT
+
     @field_validator("embedding_backend")
     @classmethod
     def _installed_embedder(cls, value: str) -> str:

@@ -29,6 +29,11 @@ PROFILE_TOKEN_BUDGET = 2000
 # `cems search` and the library's `search`: a memory sharing no word with the query needs this cosine.
 MIN_SIMILARITY = 0.15  # CEMS_MIN_SIMILARITY
 
+# A guard rule whose regex cannot be checked within the PreToolUse hook's time budget counts as matched
+# ("deny"), or is skipped ("allow"): CEMS_RULES_ON_TIMEOUT, read from the environment or config.toml only
+# (not a live setting: the agent can run `cems config set`, and must not be able to relax its rules).
+RULES_ON_TIMEOUT = "deny"
+
 # Storage and embedding.
 EMBEDDING_BACKEND = "local"  # a `cems.embedders` entry point (cems_cli/plugins.py)
 EMBEDDING_BATCH_SIZE = 64

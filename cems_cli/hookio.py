@@ -192,8 +192,9 @@ def _rule_summary(decision: Any) -> tuple[str, str]:
     rule = decision.rule
     reason = (getattr(rule, "reason", "") or "").strip()
     unchecked = getattr(decision, "unchecked", "")
-    if unchecked:  # no rule matched for sure: the command's text only known at run time might
-        return str(rule.id), f" ({unchecked}; the rule's pattern is {rule.pattern!r})"
+    if unchecked:  # no rule matched for sure (a command only known at run time, or a regex out of time)
+        summary = f"{': ' + reason if reason else ''} ({unchecked}; the rule's pattern is {rule.pattern!r})"
+        return str(rule.id), summary
     return str(rule.id), f"{': ' + reason if reason else ''} (pattern {rule.pattern!r})"
 
 

@@ -123,12 +123,14 @@ def test(
     with service() as svc:
         current = normalize_project(project).lower() if project else svc.settings.current_project().lower()
         rules = svc.rules.list()
-    decision = decide(rules, tool, tool_input, current, cwd=os.getcwd())
+        on_timeout = svc.settings.rules_on_timeout
+    decision = decide(rules, tool, tool_input, current, cwd=os.getcwd(), on_timeout=on_timeout)
     result = {
         "decision": decision.action if decision else "allow",
         "project": current,
         "rule": _rule_json(decision.rule) if decision else None,
         "matched": decision.value if decision else None,
+        "unchecked": (decision.unchecked or None) if decision else None,
     }
     if as_json:
         emit_json(result)
@@ -138,7 +140,8 @@ def test(
         rule = decision.rule
         console.print(
             f"{decision.action} — rule {short_id(rule.id)} {rule.tool}: {rule.pattern}"
-            + (f" — {rule.reason}" if rule.reason else ""),
+            + (f" — {rule.reason}" if rule.reason else "")
+            + (f" ({decision.unchecked})" if decision.unchecked else ""),
             markup=False,
         )
 

@@ -219,19 +219,20 @@ def rule_list(args: dict[str, Any]) -> dict[str, Any]:
 
 def rule_test(args: dict[str, Any]) -> dict[str, Any]:
     from cems_cli.cli.common import service
-    from cems_cli.rules.matcher import decide
 
     project = _project(args.get("project"))
     with service() as memory:
         current = project.lower() if project else memory.current_project().lower()
         rules = memory.rules.list()
-    decision = decide(rules, args["tool"], args["input"], current, cwd=os.getcwd())
+        # On this worker thread too, the library keeps the hook's regex budget (rules.bounded).
+        decision = memory.rules.test(args["tool"], args["input"], project=current, cwd=os.getcwd())
     return {
         "decision": decision.action if decision else "allow",
         "project": current,
         "rules_checked": len(rules),
         "rule": decision.rule.to_dict() if decision else None,
         "matched": decision.value if decision else None,
+        "unchecked": (decision.unchecked or None) if decision else None,
     }
 
 
@@ -314,7 +315,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "forget",
         "Forget a memory",
         "Forget one of the user's memories: it is archived and no longer found by search. Only for a memory "
-        "that is wrong or that the user asked to drop.",
+        "that is wrong or that the user asked to drop. Guard rules cannot be forgotten here: only the user "
+        "removes a rule, in a terminal (`cems rule rm <id>`).",
         _object({"id": _ID}, required=("id",)),
         forget,
         destructive=True,
@@ -406,7 +408,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "rule_list",
         "List guard rules",
         "The rules in force for the user (theirs and their team's), with ids, tools, patterns, actions and "
-        "reasons.",
+        "reasons. No tool here removes or weakens a rule: that is the user's, in a terminal.",
         _object({"project": {**_PROJECT, "description": "Only rules in force in this project."}}),
         rule_list,
         read_only=True,
@@ -416,7 +418,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "rule_test",
         "Test the guard rules",
         "What the PreToolUse hook would decide for a tool call (allow, warn, ask or block) and which rule "
-        "decides it, without running anything.",
+        "decides it, without running anything. unchecked (when not null): why the deciding rule could not be "
+        "checked for sure (a regex out of the hook's time budget counts as matched).",
         _object(
             {
                 "tool": {"type": "string", "minLength": 1, "description": "Tool name, e.g. Bash."},

@@ -41,10 +41,14 @@ _TOOL_FAMILIES = {"Edit": frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit
 _EDIT_FAMILY = _TOOL_FAMILIES["Edit"]
 
 # Regex rules run `re.search` in C, which cannot be stopped from Python except by a signal: all the regex
-# searches of one tool call share this much wall time, then the remaining regex rules are skipped (they
-# fail open, like any rule that cannot be evaluated). Patterns known to backtrack catastrophically are
-# refused at `cems rule add` (`cems_cli.rules.model`); this bounds the rest, and hand-edited snapshots.
+# searches of one tool call share this much wall time. A rule still unchecked when it is spent counts as
+# matched (its action applies, saying it was not checked), unless the caller passes on_timeout="allow"
+# (CEMS_RULES_ON_TIMEOUT): otherwise a long enough command would walk past any regex rule. Patterns known
+# to backtrack catastrophically are refused at `cems rule add` (`cems_cli.rules.model`).
 REGEX_BUDGET_SECONDS = 0.1
+ON_TIMEOUT = ("deny", "allow")  # CEMS_RULES_ON_TIMEOUT; "deny" is the default (cems_cli.defaults)
+TIMED_OUT = (f"not checked within the {REGEX_BUDGET_SECONDS:g} s regex budget, so it counts as matched; "
+             "CEMS_RULES_ON_TIMEOUT=allow lets such calls through")
 
 # Words that only wrap the real command: `sudo git push` is still a `git push`.
 _WRAPPERS = frozenset({"sudo", "env", "command", "exec", "nohup", "time", "builtin", "then", "do", "else",
@@ -53,7 +57,8 @@ _COMPOUND_SEPARATORS = ("&&", "||", "|&", ";", "|", "\n")
 
 
 class Decision:
-    """The winning rule for one tool call: what to do, which rule said so, and the value it matched."""
+    """The winning rule for one tool call: what to do, which rule said so, and the value it matched.
+    `unchecked`: the rule could not be checked within the time budget, and counts as matched."""
 
     __slots__ = ("action", "rule", "value", "unchecked")
 
@@ -74,7 +79,8 @@ class Decision:
 
     def __repr__(self) -> str:
         rule_id = getattr(self.rule, "id", self.rule)
-        return f"Decision(action={self.action!r}, rule={rule_id!r}, value={self.value!r})"
+        unchecked = ", unchecked=True" if self.unchecked else ""
+        return f"Decision(action={self.action!r}, rule={rule_id!r}, value={self.value!r}{unchecked})"
 
 
 def main_field(tool_name: str, rule_field: str | None) -> str:
@@ -605,8 +611,13 @@ def decide(
     tool_input: Mapping[str, Any],
     project: str | None | Callable[[], str | None] = None,
     cwd: str | None = None,
+    on_timeout: str | Callable[[], str] = "deny",
 ) -> Decision | None:
     """The strictest matching rule (block > ask > warn; ties go to the earliest rule), or None.
+
+    A regex rule not checked within the call's budget (REGEX_BUDGET_SECONDS) counts as matched, as an
+    `unchecked` Decision, unless `on_timeout` is "allow" (it may be a zero-argument callable, called only
+    when a rule ran out of time: reading the setting costs more than the matching).
 
     A glob rule matches when its pattern matches one of the candidate values whole, or, for a shell
     command, when one of the commands it runs has the rule's shape (`_Values.structural`). A rule on Edit
@@ -628,6 +639,7 @@ def decide(
     main = _MAIN_FIELDS.get(tool_name, "")
     regex_deadline: list[float] = []
     unchecked_by: Any = None  # the first Bash block rule, when the command cannot be checked
+    timed_out: Any = None  # the strictest rule that ran out of time, first of its rank
     for rule in rules:
         rank = ACTION_RANK.get(rule.action, 0)
         if rank <= best_rank:
@@ -683,13 +695,20 @@ def decide(
                 current = _project_of(project, project_memo)
                 if not current or current.lower() != rule.project.lower():
                     continue
+        except TimeoutError:
+            if timed_out is None or rank > ACTION_RANK.get(timed_out.action, 0):
+                timed_out = rule
+            continue
         except Exception:
-            # One broken rule (say, a hand-edited snapshot with a bad regex, or one out of time) must not
-            # disable the others.
+            # One broken rule (say, a hand-edited snapshot with a bad regex) must not disable the others.
             continue
         best, best_rank = Decision(rule.action, rule, matched), rank
         if rank == ACTION_RANK["block"]:
             break
+    if timed_out is not None and ACTION_RANK.get(timed_out.action, 0) > best_rank:
+        policy = on_timeout() if callable(on_timeout) else on_timeout
+        if policy != "allow":
+            return Decision(timed_out.action, timed_out, "", unchecked=TIMED_OUT)
     if unchecked_by is not None and best_rank < ACTION_RANK["ask"]:
         command_values = values_by_field["command"]
         return Decision("ask", unchecked_by, command_values.texts[0] if command_values.texts else "",

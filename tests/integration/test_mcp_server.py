@@ -192,6 +192,42 @@ def test_every_tool_end_to_end(env):
     assert out["after_forget"]["results"] == []
 
 
+def test_no_tool_takes_a_rule_away_and_rule_test_keeps_the_hooks_budget(env):
+    """An agent holds the MCP tools: `forget` with a rule's id (from rule_list) must not lift the rule, and a
+    slow rule must not freeze the server through rule_test."""
+
+    async def body(session: ClientSession) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        rule = await _ok(session, "rule_add", {"pattern": "Bash: rm -rf* — never"})
+        slow = await _ok(session, "rule_add", {"pattern": "(a|a)*!curl", "tool": "Bash", "regex": True})
+        out["rule"], out["slow"] = rule, slow
+        out["forget"] = await _error(session, "forget", {"id": rule["id"]})
+        out["forget_prefix"] = await _error(session, "forget", {"id": rule["id"][:8]})
+        out["listed"] = await _ok(session, "rule_list")
+        out["blocked"] = await _ok(session, "rule_test", {"tool": "Bash", "input": {"command": "rm -rf /"}})
+        started = time.monotonic()
+        long_command = "echo " + "a" * 30 + " " + "b" * 60_000 + " !curl"
+        with anyio.fail_after(30):
+            out["slow_test"] = await _ok(
+                session, "rule_test", {"tool": "Bash", "input": {"command": long_command}}
+            )
+        out["slow_seconds"] = time.monotonic() - started
+        out["still serving"] = await _ok(session, "rule_list")
+        return out
+
+    out = _serve(env, body)
+    rule_id = out["rule"]["id"]
+    assert out["forget"] == (f"{rule_id!r} is a guard rule: rules are removed only by the user, in a "
+                             f"terminal, with `cems rule rm {rule_id}`")
+    assert "is a guard rule" in out["forget_prefix"]
+    assert rule_id in {r["id"] for r in out["listed"]["rules"]}
+    assert out["blocked"]["decision"] == "block" and out["blocked"]["rule"]["id"] == rule_id
+    assert out["slow_test"]["decision"] == "block" and out["slow_test"]["unchecked"].startswith("not checked")
+    assert out["slow_test"]["rule"]["id"] == out["slow"]["id"]
+    assert out["slow_seconds"] < 10
+    assert len(out["still serving"]["rules"]) == 2
+
+
 def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(env):
     async def body(session: ClientSession) -> dict[str, str]:
         errors = {

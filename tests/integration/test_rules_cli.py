@@ -75,6 +75,7 @@ def test_rule_add_with_options_list_test_and_rm(cli, env):
         "project": "project:acme/api",
         "rule": None,
         "matched": None,
+        "unchecked": None,
     }
     assert cli("rule", "rm", ask["id"][:8], "--json").json() == {"id": ask["id"], "removed": True}
     assert [r["id"] for r in _snapshot(env)] == [warn["id"]]
@@ -89,12 +90,26 @@ def test_adding_the_same_rule_twice_keeps_one(cli):
     assert len(cli("rule", "list", "--json").json()["rules"]) == 1
 
 
-def test_forgetting_a_rule_memory_stops_enforcement(cli, env):
+def test_only_rule_rm_removes_a_rule_and_then_it_stops_at_once(cli, env):
+    # `cems forget` is also the agent's (the plugin's /cems:forget pre-approves it): it refuses rules.
     rule = cli("rule", "add", "Bash: shutdown* — no", "--json").json()
-    assert _hook(env, {"tool_name": "Bash", "tool_input": {"command": "shutdown now"}})[1] is not None
-    assert cli("forget", rule["id"]).code == 0
+    note = cli("remember", "shutdown drills happen on Fridays", "--json").json()
+    shutdown = {"tool_name": "Bash", "tool_input": {"command": "shutdown now"}}
+    assert _hook(env, shutdown)[1] is not None
+    refused = cli("forget", rule["id"][:8])
+    assert refused.code != 0
+    assert refused.stderr.strip().endswith(f"is a guard rule: rules are removed only by the user, in a "
+                                           f"terminal, with `cems rule rm {rule['id'][:8]}`")
+    both = cli("forget", note["id"], rule["id"])
+    assert both.code != 0 and "nothing was forgotten" in both.stderr
+    assert cli("forget", "--tag", "rule", "--yes").code == 0  # selections leave rules out
+    assert cli("forget", "--source", "rule", "--yes").code == 0
+    assert [r["id"] for r in _snapshot(env)] == [rule["id"]]
+    assert _hook(env, shutdown)[1]["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert cli("show", note["id"], "--json").code == 0  # still there: all or nothing
+    assert cli("rule", "rm", rule["id"]).code == 0
     assert _snapshot(env) == []
-    assert _hook(env, {"tool_name": "Bash", "tool_input": {"command": "shutdown now"}}) == (0, None)
+    assert _hook(env, shutdown) == (0, None)
 
 
 def test_project_rules_apply_only_inside_their_project(cli, env, tmp_path):

@@ -40,7 +40,8 @@ FRONT_END_MAY_USE = (
     "hookentry", "hooks_install", "models", "resources", "private_dir", "procinfo", "procs", "store.server",
     "store.db.StoreError", "store.db.locate", "text", "embedding.limits", "embedding.base.EmbeddingError",
     "embedding.EmbeddingError", "recall.format_recall", "rules.model", "rules.parse", "rules.matcher",
-    "rules.snapshot", "rules.refresh", "rules.regex_safety",
+    "rules.snapshot", "rules.refresh", "rules.regex_safety", "rules.guard", "rules.guard_bash",
+    "rules.timeout_policy",
     # The hooks' stdlib paths (the spool the PostToolUse/Stop hooks write, the worker the Stop hook starts)
     # and the observer daemon `cems observe` runs.
     "command.plain", "command.tree", "command.model",

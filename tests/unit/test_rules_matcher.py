@@ -596,21 +596,58 @@ def test_a_parser_failure_leaves_text_matching_on(monkeypatch):
 # --- regex rules run within a time budget ----------------------------------------------------------------
 
 
-def test_a_catastrophic_regex_is_cut_off_and_the_other_rules_still_apply():
-    import time
-
-    # Snapshot records are not validated: a hand-edited snapshot (or a rule stored before `cems rule add`
-    # refused such patterns) can hold one.
+def _slow_rules() -> list[SnapshotRule]:
+    # Snapshot records are not validated: a rule stored before `cems rule add` refused such patterns can
+    # hold one.
     slow = SnapshotRule({"id": "slow", "tool": "Bash", "pattern": r"(a+)+$", "action": "block",
                          "regex": True})
     slower = SnapshotRule({"id": "slower", "tool": "Bash", "pattern": r"(x|x)+y", "action": "block",
                            "regex": True})
     warn = SnapshotRule({"id": "warn", "tool": "Bash", "pattern": "echo *", "action": "warn"})
+    return [slow, slower, warn]
+
+
+SLOW_INPUT = {"command": "echo " + "a" * 40 + "! " + "x" * 40}
+
+
+def test_a_block_rule_cut_off_by_the_budget_blocks_unchecked():
+    import time
+
     started = time.monotonic()
-    decision = decide([slow, slower, warn], "Bash", {"command": "echo " + "a" * 40 + "! " + "x" * 40})
+    decision = decide(_slow_rules(), "Bash", SLOW_INPUT)
     elapsed = time.monotonic() - started
-    assert decision is not None and decision.rule.id == "warn"
+    assert decision is not None and decision.rule.id == "slow" and decision.action == "block"
+    assert decision.unchecked.startswith("not checked within the 0.1 s regex budget")
     assert elapsed < matcher.REGEX_BUDGET_SECONDS + 0.5
+
+
+def test_on_timeout_allow_skips_the_rules_cut_off_and_the_others_still_apply():
+    import time
+
+    asked: list[bool] = []
+
+    def policy() -> str:
+        asked.append(True)
+        return "allow"
+
+    started = time.monotonic()
+    decision = decide(_slow_rules(), "Bash", SLOW_INPUT, on_timeout=policy)
+    assert decision is not None and decision.rule.id == "warn" and not decision.unchecked
+    assert time.monotonic() - started < matcher.REGEX_BUDGET_SECONDS + 0.5
+    assert asked == [True]
+    # The policy is read only when a rule ran out of time.
+    assert decide(_slow_rules()[2:], "Bash", SLOW_INPUT, on_timeout=policy).rule.id == "warn"
+    assert asked == [True]
+
+
+def test_a_long_command_with_the_match_at_its_end_is_not_waved_through():
+    # A regex `cems rule add` takes (no nested repeat) that backtracks on a run of a's, and a 60 KB command
+    # with the match at the very end: the search runs out of time before it gets there, and the rule holds.
+    slow = make_rule(r"(a|a)*!curl", "Bash", regex=True, id="curl")
+    command = "echo " + "a" * 30 + " " + "b" * 60_000 + " !curl"
+    decision = decide([slow], "Bash", {"command": command})
+    assert decision is not None and decision.action == "block" and decision.rule.id == "curl"
+    assert decision.unchecked.startswith("not checked within the 0.1 s regex budget")
 
 
 def test_the_regex_budget_leaves_no_timer_or_handler_behind():
