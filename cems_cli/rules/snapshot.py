@@ -23,10 +23,34 @@ if TYPE_CHECKING:
 SNAPSHOT_VERSION = 1
 SNAPSHOT_NAME = "rules.snapshot.json"
 REFRESH_FAILED_SUFFIX = ".refresh-failed"
+# The SHA-256 of the snapshot as CEMS last wrote it, beside it. The hook trusts the snapshot only when the
+# two agree: a snapshot rewritten by anything else (an agent's `{"version":1,"rules":[]}`) is rebuilt from
+# the store. The agent can read both files and compute a digest, so the protection is that it cannot write
+# either: the built-in guard (`cems_cli.rules.guard`) keeps its tools out of CEMS's home.
+DIGEST_SUFFIX = ".sha256"
 
 
 class SnapshotError(Exception):
     """The snapshot is missing, unreadable, or not a version-1 rules snapshot."""
+
+
+class SnapshotUntrusted(SnapshotError):
+    """The snapshot does not match the digest CEMS wrote with it (or the digest is missing)."""
+
+
+def sha256_hex(data: bytes) -> str:
+    try:  # the C module alone: `hashlib` costs ~10 ms to import on a small machine, `_sha256` ~1 ms
+        from _sha256 import sha256
+    except ImportError:  # Python 3.12+ renamed it
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found,no-redef]
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data).hexdigest()
+
+
+def digest_path(path: str) -> str:
+    return path + DIGEST_SUFFIX
 
 
 class SnapshotRule:
@@ -73,15 +97,36 @@ def _is_valid_record(record: Any) -> bool:
     )
 
 
-def read_records(path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
-    """The rule records of a snapshot. Raises SnapshotError if the file is missing or not a snapshot;
-    single malformed records are dropped, so one bad rule cannot switch off all the others."""
-    path = os.fspath(path) if path is not None else default_snapshot_path()
+def _read_verified(path: str) -> bytes:
+    """The snapshot's bytes, if they match the digest CEMS wrote with them. Raises SnapshotUntrusted."""
+    for _ in range(2):
+        raw = _read(path)
+        try:
+            with open(digest_path(path), "rb") as handle:
+                expected = handle.read(128).strip().decode("ascii", "replace")
+        except OSError:
+            raise SnapshotUntrusted(f"rules snapshot {path} has no digest") from None
+        if sha256_hex(raw) == expected:
+            return raw
+        # `write_snapshot` replaces the digest, then the snapshot: a reader between the two renames sees a
+        # new digest and the old snapshot. Read once more before calling it tampered.
+    raise SnapshotUntrusted(f"rules snapshot {path} does not match its digest (changed outside CEMS)")
+
+
+def _read(path: str) -> bytes:
     try:
         with open(path, "rb") as handle:
-            raw = handle.read()
+            return handle.read()
     except OSError as err:
         raise SnapshotError(f"cannot read rules snapshot {path}: {err.strerror or err}") from None
+
+
+def read_records(path: str | os.PathLike[str] | None = None, *, verify: bool = False) -> list[dict[str, Any]]:
+    """The rule records of a snapshot. Raises SnapshotError if the file is missing or not a snapshot, and,
+    with `verify`, SnapshotUntrusted if it is not the one CEMS wrote; single malformed records are dropped,
+    so one bad rule cannot switch off all the others."""
+    path = os.fspath(path) if path is not None else default_snapshot_path()
+    raw = _read_verified(path) if verify else _read(path)
     try:
         data = json_loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
@@ -93,9 +138,10 @@ def read_records(path: str | os.PathLike[str] | None = None) -> list[dict[str, A
     return [record for record in data["rules"] if _is_valid_record(record)]
 
 
-def load_rule_views(path: str | os.PathLike[str] | None = None) -> list[SnapshotRule]:
-    """Snapshot rules as cheap matcher records (the hook's path). Raises SnapshotError."""
-    return [SnapshotRule(record) for record in read_records(path)]
+def load_rule_views(path: str | os.PathLike[str] | None = None, *, verify: bool = True) -> list[SnapshotRule]:
+    """Snapshot rules as cheap matcher records (the hook's path), checked against their digest.
+    Raises SnapshotError (SnapshotUntrusted when the digest disagrees or is missing)."""
+    return [SnapshotRule(record) for record in read_records(path, verify=verify)]
 
 
 def load_snapshot(path: str | os.PathLike[str] | None = None) -> list[Rule]:
@@ -114,7 +160,6 @@ def load_snapshot(path: str | os.PathLike[str] | None = None) -> list[Rule]:
 def write_snapshot(rules: Iterable[Rule], path: str | os.PathLike[str] | None = None) -> str:
     """Replace the snapshot with `rules`, atomically, readable by the owner only. Returns the path written."""
     import json
-    import tempfile
     from datetime import UTC, datetime
 
     path = os.fspath(path) if path is not None else default_snapshot_path()
@@ -126,6 +171,20 @@ def write_snapshot(rules: Iterable[Rule], path: str | os.PathLike[str] | None = 
         "rules": [rule.to_dict() for rule in rules],
     }
     payload = json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8")
+    # Digest first: a crash between the two leaves a snapshot that fails the check and is rebuilt.
+    _replace_atomically(digest_path(path), (sha256_hex(payload) + "\n").encode("ascii"), directory)
+    _replace_atomically(path, payload, directory)
+    _fsync_directory(directory)
+    try:
+        os.unlink(path + REFRESH_FAILED_SUFFIX)  # a good snapshot ends any refresh back-off
+    except OSError:
+        pass
+    return path
+
+
+def _replace_atomically(path: str, payload: bytes, directory: str) -> None:
+    import tempfile
+
     descriptor, temp_path = tempfile.mkstemp(prefix=".rules.snapshot.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(descriptor, "wb") as handle:  # mkstemp creates it 0600
@@ -139,12 +198,6 @@ def write_snapshot(rules: Iterable[Rule], path: str | os.PathLike[str] | None = 
         except OSError:
             pass
         raise
-    _fsync_directory(directory)
-    try:
-        os.unlink(path + REFRESH_FAILED_SUFFIX)  # a good snapshot ends any refresh back-off
-    except OSError:
-        pass
-    return path
 
 
 def _fsync_directory(directory: str) -> None:

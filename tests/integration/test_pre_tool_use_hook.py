@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -31,6 +32,9 @@ def refresh_snapshot():
         calls.write(mode + "\\n")
     if mode == "raise":
         raise RuntimeError("database unavailable")
+    if mode == "hang":
+        import time
+        time.sleep(60)
     print("starting database...")
     os.write(1, b"waiting for server to start.... done\\n")
     from cems_cli.rules.model import make_rule
@@ -89,6 +93,13 @@ def run_hook(home: Path, stdin: bytes | dict, refresh: str | None = None, **extr
 
 def set_rules(home: Path, *rules) -> None:
     write_snapshot(list(rules), home / "rules.snapshot.json")
+
+
+def set_raw_snapshot(home: Path, document: dict) -> None:
+    """A snapshot CEMS did not build from `Rule`s (one stored before a check existed), with its digest."""
+    raw = json.dumps(document).encode()
+    (home / "rules.snapshot.json").write_bytes(raw)
+    (home / "rules.snapshot.json.sha256").write_text(hashlib.sha256(raw).hexdigest() + "\n")
 
 
 def bash(command: str, cwd: str = "/tmp") -> dict:
@@ -258,20 +269,35 @@ def test_edit_rules_do_not_reach_outside_the_session(home):
     assert_silent(run_hook(home, edit_payload("Read", "/repo/migrations/001.sql", "/repo")))
 
 
-def test_catastrophic_regex_in_the_snapshot_is_cut_off(home):
+def test_catastrophic_regex_in_the_snapshot_is_cut_off_and_blocks_unchecked(home):
     import time
 
-    # `cems rule add` refuses (a+)+$; a snapshot can still hold one (hand-edited, or stored earlier).
-    snapshot = {"version": 1, "rules": [
+    # `cems rule add` refuses (a+)+$; a snapshot can still hold one (a rule stored before that check).
+    set_raw_snapshot(home, {"version": 1, "rules": [
         {"id": "slow", "tool": "Bash", "pattern": "(a+)+$", "action": "block", "regex": True},
         {"id": "fp", "tool": "Bash", "pattern": "git push --force*", "action": "warn"},
-    ]}
-    (home / "rules.snapshot.json").write_text(json.dumps(snapshot))
+    ]})
     started = time.monotonic()
     result = run_hook(home, bash("git push --force " + "a" * 60 + "!"))
     assert time.monotonic() - started < 5
     assert result.code == 0
-    assert "rule fp" in result.output["additionalContext"]
+    assert result.output["permissionDecision"] == "deny"
+    reason = result.output["permissionDecisionReason"]
+    assert reason.startswith("Blocked by CEMS rule slow") and "could not be checked" in reason
+    # The user may choose to let such calls through (never the agent: the setting is the hook's environment
+    # or config.toml in CEMS's home).
+    allowed = run_hook(home, bash("git push --force " + "a" * 60 + "!"), CEMS_RULES_ON_TIMEOUT="allow")
+    assert "rule fp" in allowed.output["additionalContext"]
+    (home / "config.toml").write_text('rules_on_timeout = "allow"\n')
+    allowed = run_hook(home, bash("git push --force " + "a" * 60 + "!"))
+    assert "rule fp" in allowed.output["additionalContext"]
+
+
+def test_a_60kb_command_with_the_match_at_its_end_is_denied(home):
+    set_rules(home, make_rule(r"(a|a)*!curl", "Bash", regex=True, id="curl", reason="no curl"))
+    result = run_hook(home, bash("echo " + "a" * 30 + " " + "b" * 60_000 + " !curl"))
+    assert result.output["permissionDecision"] == "deny"
+    assert result.output["permissionDecisionReason"].startswith("Blocked by CEMS rule curl: no curl")
 
 
 # --- projects -------------------------------------------------------------------------------------------
@@ -351,10 +377,53 @@ def test_cems_disable_turns_the_hook_off(home):
     assert run_hook(home, bash("git push --force"), CEMS_DISABLE="0").output["permissionDecision"] == "deny"
 
 
-def test_corrupt_snapshot_without_refresh_allows(home):
+def test_corrupt_snapshot_that_cannot_be_rebuilt_denies(home):
     (home / "rules.snapshot.json").write_text('{"version": 1, "rules": [')
-    assert_silent(run_hook(home, bash("git push --force"), refresh="missing"))
+    result = run_hook(home, bash("ls"), refresh="missing")
+    assert result.output["permissionDecision"] == "deny"
+    assert "cems rule list" in result.output["permissionDecisionReason"]
     assert "rebuild failed" in (home / "logs" / "hooks.log").read_text()
+
+
+# --- the snapshot is the one CEMS wrote ------------------------------------------------------------------
+
+EMPTY_SNAPSHOT = '{"version":1,"rules":[]}'
+
+
+def test_a_snapshot_emptied_outside_cems_is_rebuilt_from_the_store(home):
+    set_rules(home, make_rule("rm -rf*", "Bash", id="rm"))
+    (home / "rules.snapshot.json").write_text(EMPTY_SNAPSHOT)  # what the agent would write
+    result = run_hook(home, bash("git push --force"), refresh="write")
+    assert result.output["permissionDecision"] == "deny"  # the store's rule, rebuilt
+    assert (home / "refresh-calls").read_text().splitlines() == ["write"]
+
+
+@pytest.mark.parametrize("mode", ["missing", "raise"])
+def test_a_snapshot_emptied_outside_cems_that_cannot_be_rebuilt_denies_everything(home, mode):
+    set_rules(home, make_rule("rm -rf*", "Bash", id="rm"))
+    (home / "rules.snapshot.json").write_text(EMPTY_SNAPSHOT)
+    for command in ("rm -rf /", "ls"):
+        result = run_hook(home, bash(command), refresh=mode)
+        assert result.output["permissionDecision"] == "deny"
+        assert "changed outside CEMS" in result.output["permissionDecisionReason"]
+
+
+@pytest.mark.parametrize("gone", ["rules.snapshot.json", "rules.snapshot.json.sha256"])
+def test_a_snapshot_or_digest_deleted_outside_cems_denies_until_rebuilt(home, gone):
+    set_rules(home, make_rule("rm -rf*", "Bash", id="rm"))
+    (home / gone).unlink()
+    assert run_hook(home, bash("ls"), refresh="raise").output["permissionDecision"] == "deny"
+
+
+def test_a_rebuild_that_hangs_is_stopped_and_denies(home):
+    set_rules(home, make_rule("rm -rf*", "Bash", id="rm"))
+    (home / "rules.snapshot.json").write_text(EMPTY_SNAPSHOT)
+    import time
+
+    started = time.monotonic()
+    result = run_hook(home, bash("ls"), refresh="hang")
+    assert time.monotonic() - started < 4.5  # Claude Code kills the hook at 5 s, and then lets the call run
+    assert result.output["permissionDecision"] == "deny"
 
 
 @pytest.mark.parametrize("mode", ["missing", "raise"])
@@ -443,3 +512,43 @@ def test_without_bash_or_edit_rules_a_command_is_not_parsed(home):
     # Rules on Edit do read Bash commands (the files they write); a rule on WebFetch does not.
     set_rules(home, make_rule("*evil*", "WebFetch"))
     assert "cems_cli.command.model" not in imported_modules(home, bash("echo $(date) | sh"))
+
+
+# --- the built-in guard ---------------------------------------------------------------------------------
+
+def write_payload(file_path: str, tool: str = "Write") -> dict:
+    return {"session_id": "s1", "hook_event_name": "PreToolUse", "cwd": "/tmp", "tool_name": tool,
+            "tool_input": {"file_path": file_path, "content": '{"version":1,"rules":[]}'}}
+
+
+@pytest.mark.parametrize("with_rules", [True, False])
+def test_the_agent_cannot_write_cems_home_even_without_rules(home, with_rules):
+    if with_rules:
+        set_rules(home, make_rule("rm -rf*", "Bash"))
+    for name in ("rules.snapshot.json", "rules.snapshot.json.sha256", "config.toml"):
+        for tool in ("Write", "Edit", "MultiEdit"):
+            result = run_hook(home, write_payload(str(home / name), tool))
+            assert result.output["permissionDecision"] == "deny", (name, tool)
+            reason = result.output["permissionDecisionReason"]
+            assert reason.startswith("Blocked by CEMS rule builtin:cems-files")
+    assert_silent(run_hook(home, {**write_payload(str(home / "rules.snapshot.json"), "Read")}))
+
+
+@pytest.mark.parametrize("command", [
+    "echo '{\"version\":1,\"rules\":[]}' > $CEMS_HOME/rules.snapshot.json",
+    "cp /dev/null ~/.claude/settings.json",
+    "rm -f .claude/settings.local.json",
+])
+def test_the_agent_cannot_rewrite_the_snapshot_or_the_hook_settings_from_bash(home, command):
+    command = command.replace("$CEMS_HOME", str(home))
+    result = run_hook(home, bash(command), HOME=str(home.parent))
+    assert result.output["permissionDecision"] == "deny"
+    assert "builtin:cems-files" in result.output["permissionDecisionReason"]
+
+
+def test_cems_rule_rm_from_the_agent_is_denied(home):
+    set_rules(home, make_rule("rm -rf*", "Bash"))
+    result = run_hook(home, bash("cems rule list --json && cems rule rm 1a2b3c4d"))
+    assert result.output["permissionDecision"] == "deny"
+    assert "builtin:rules-are-the-users" in result.output["permissionDecisionReason"]
+    assert_silent(run_hook(home, bash(f"cat {home}/rules.snapshot.json")))

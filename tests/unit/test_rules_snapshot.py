@@ -15,6 +15,7 @@ from cems_cli.rules.snapshot import (
     REFRESH_FAILED_SUFFIX,
     SnapshotError,
     SnapshotRule,
+    SnapshotUntrusted,
     default_snapshot_path,
     load_rule_views,
     load_snapshot,
@@ -57,7 +58,7 @@ def test_file_is_private_and_no_temp_files_are_left(tmp_path, rules):
     write_snapshot(rules[:1], path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert sorted(os.listdir(path.parent)) == ["s.json"]
+    assert sorted(os.listdir(path.parent)) == ["s.json", "s.json.sha256"]
     assert len(load_snapshot(path)) == 1
 
 
@@ -72,7 +73,7 @@ def test_failed_write_keeps_the_old_snapshot(tmp_path, rules):
     with pytest.raises(RuntimeError):
         write_snapshot([rules[0], Exploding()], path)
     assert load_snapshot(path) == rules
-    assert os.listdir(tmp_path) == ["s.json"]
+    assert sorted(os.listdir(tmp_path)) == ["s.json", "s.json.sha256"]
 
 
 def test_empty_snapshot_is_valid(tmp_path):
@@ -106,7 +107,7 @@ def test_corrupt_snapshot_raises(tmp_path, content):
     path = tmp_path / "s.json"
     path.write_bytes(content)
     with pytest.raises(SnapshotError, match="corrupt rules snapshot"):
-        load_rule_views(path)
+        load_rule_views(path, verify=False)
     with pytest.raises(SnapshotError):
         load_snapshot(path)
 
@@ -133,7 +134,7 @@ def test_bad_records_are_dropped_not_fatal(tmp_path):
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"version": 1, "rules": records}), encoding="utf-8")
     assert read_records(path) == [good]
-    assert [v.id for v in load_rule_views(path)] == [good["id"]]
+    assert [v.id for v in load_rule_views(path, verify=False)] == [good["id"]]
 
 
 def test_load_snapshot_drops_records_that_fail_rule_validation(tmp_path):
@@ -142,7 +143,8 @@ def test_load_snapshot_drops_records_that_fail_rule_validation(tmp_path):
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"version": 1, "rules": [bad_regex, good]}), encoding="utf-8")
     assert [r.id for r in load_snapshot(path)] == [good["id"]]
-    assert [v.id for v in load_rule_views(path)] == ["bad", good["id"]]  # the matcher skips it at match time
+    # The matcher skips it at match time.
+    assert [v.id for v in load_rule_views(path, verify=False)] == ["bad", good["id"]]
 
 
 def test_snapshot_rule_defaults():
@@ -176,3 +178,45 @@ def test_default_path_is_used_when_no_path_given(monkeypatch, tmp_path, rules):
     written = write_snapshot(rules)
     assert Path(written) == paths.rules_snapshot_path()
     assert load_snapshot() == rules
+
+
+# --- the digest: the hook trusts only the snapshot CEMS wrote ----------------------------------------------
+
+EMPTY = b'{"version": 1, "rules": []}'
+
+
+def test_a_snapshot_rewritten_outside_cems_is_untrusted(tmp_path, rules):
+    # What an agent would write to lift every rule: a valid, empty snapshot.
+    path = tmp_path / "s.json"
+    write_snapshot(rules, path)
+    path.write_bytes(EMPTY)
+    with pytest.raises(SnapshotUntrusted, match="does not match its digest"):
+        load_rule_views(path)
+    assert load_rule_views(path, verify=False) == []  # what the hook used to enforce: nothing
+
+
+def test_a_snapshot_without_its_digest_is_untrusted(tmp_path, rules):
+    path = tmp_path / "s.json"
+    write_snapshot(rules, path)
+    os.unlink(str(path) + ".sha256")
+    with pytest.raises(SnapshotUntrusted, match="has no digest"):
+        load_rule_views(path)
+
+
+def test_an_edited_rule_is_untrusted(tmp_path, rules):
+    path = tmp_path / "s.json"
+    write_snapshot(rules, path)
+    path.write_text(path.read_text().replace('"block"', '"warn"'))
+    with pytest.raises(SnapshotUntrusted):
+        load_rule_views(path)
+
+
+def test_digest_is_the_sha256_of_the_file(tmp_path, rules):
+    import hashlib
+
+    path = tmp_path / "s.json"
+    write_snapshot(rules, path)
+    digest = Path(str(path) + ".sha256").read_text().strip()
+    assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert stat.S_IMODE(Path(str(path) + ".sha256").stat().st_mode) == 0o600
+    assert [v.id for v in load_rule_views(path)] == [r.id for r in rules]

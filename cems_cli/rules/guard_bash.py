@@ -1,0 +1,138 @@
+"""The built-in guard's look at a shell command (`cems_cli.rules.guard`).
+
+Two questions, answered on the command's text, conservatively (a false "yes" costs the agent a retry with
+the Read tool; a false "no" costs the rules):
+
+- Does it take rules or their hooks away through CEMS's own CLI (`cems rule rm`, `cems hooks uninstall`,
+  `cems plugin uninstall`, `claude plugin uninstall cems`)? Those are the user's to run, in a terminal.
+- Does it name a protected path (as written, with `~`, `$HOME` or relative to the session's folder) and do
+  anything but read it? Only commands that read (`cat`, `ls`, `grep`, …) with no redirection into a file
+  and no command substitution are let through.
+
+Commands are split with the matcher's plain splitter (`split_compound`, `strip_prefixes`): a separator
+inside quotes splits too, which can only find more. A path built at run time (`d=.local;
+rm -r ~/$d/share/cems`, globs such as `~/.local/share/c?ms`) is not seen here; the snapshot's digest
+still catches a rewritten snapshot. This module is the one place to switch to the shell command model
+(`cems_cli.rules.shell`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from cems_cli.rules.guard import protected_paths
+from cems_cli.rules.matcher import split_compound, strip_prefixes
+
+# Commands that only read what they are given (as long as nothing is redirected into a file).
+_READERS = frozenset({
+    "cat", "less", "more", "head", "tail", "ls", "stat", "file", "wc", "grep", "egrep", "fgrep", "rg", "ag",
+    "diff", "cmp", "sha256sum", "sha1sum", "md5sum", "b2sum", "cksum", "du", "tree", "realpath", "readlink",
+    "jq", "find", "test", "[", "echo", "printf", "pwd", "cd", "true", "which", "type", "nl", "od", "xxd",
+    "hexdump", "strings", "column", "sort", "uniq", "cut", "tr", "basename", "dirname", "bat",
+})
+_FIND_WRITES = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf",
+                          "-fls"})
+_SORT_WRITES = ("-o", "--output")
+_HARMLESS_REDIRECTS = ("&>/dev/null", "2>/dev/null", "1>/dev/null", ">/dev/null", "2>&1", "1>&2", ">&2")
+_SUBSTITUTIONS = ("$(", "`", "<(", ">(")
+_QUOTES = "'\""
+# Names of files that matter wherever they are (`.claude/settings.json` of any project).
+_NAME_MARKERS = (".claude/settings.json", ".claude/settings.local.json", "rules.snapshot.json")
+
+
+def _cli_removal(words: list[str]) -> bool:
+    """`cems rule rm …`, `cems hooks uninstall`, `cems plugin uninstall`, `claude plugin uninstall cems`
+    (also behind `sudo`, `xargs`, `python -m cems_cli.cli.app`, …)."""
+    for index, word in enumerate(words):
+        name = os.path.basename(word)
+        rest = words[index + 1:]
+        if name in ("cems", "cems_cli.cli.app", "cems_cli"):
+            if _in_order(rest, "rule", ("rm", "remove")) or _in_order(rest, "hooks", ("uninstall",)) or (
+                _in_order(rest, "plugin", ("uninstall", "disable"))
+            ):
+                return True
+        if name == "claude" and _in_order(rest, "plugin", ("uninstall", "disable", "remove")) and any(
+            "cems" in other for other in rest
+        ):
+            return True
+    return False
+
+
+def _in_order(words: list[str], first: str, then: tuple[str, ...]) -> bool:
+    """`first`, then (options aside) one of `then` as the next word: `rule rm`, `rule --json rm`."""
+    if first not in words:
+        return False
+    following = [word for word in words[words.index(first) + 1:] if not word.startswith("-")]
+    return bool(following) and following[0] in then
+
+
+def _markers(protected: list[str], cwd: str | None) -> tuple[list[str], list[str]]:
+    """Spellings of the protected paths in a command: absolute ones (found anywhere in the text) and
+    relative ones (found only as a whole word, so that `cems` in `cems search` is not CEMS's home)."""
+    home = os.path.expanduser("~")
+    absolute: list[str] = list(_NAME_MARKERS)
+    relative: list[str] = []
+    for path in protected:
+        absolute.append(path)
+        if path.startswith(home + os.sep):
+            rest = path[len(home):]
+            absolute.extend(("~" + rest, "$HOME" + rest, "${HOME}" + rest))
+            relative.append(rest.lstrip(os.sep))
+        if cwd and os.path.isabs(cwd) and path.startswith(cwd.rstrip(os.sep) + os.sep):
+            relative.append(os.path.relpath(path, cwd))
+    return absolute, relative
+
+
+def _names_word(text: str, word: str) -> bool:
+    start = text.find(word)
+    while start >= 0:
+        before = text[start - 1] if start else " "
+        end = start + len(word)
+        after = text[end] if end < len(text) else " "
+        if before in " \t\n;&|(<>='\"" and after in " \t\n;&|)<>/'\"":
+            return True
+        start = text.find(word, start + 1)
+    return False
+
+
+def _mentions(command: str, cwd: str | None, protected: list[str]) -> bool:
+    if cwd and any(cwd == root or cwd.startswith(root.rstrip(os.sep) + os.sep) for root in protected):
+        return True  # the session itself runs inside a protected folder: every relative path is in it
+    absolute, relative = _markers(protected, cwd)
+    return any(marker in command for marker in absolute) or any(
+        _names_word(command, marker) for marker in relative if marker and marker != "."
+    )
+
+
+def _only_reads(command: str) -> bool:
+    text = command
+    for harmless in _HARMLESS_REDIRECTS:
+        text = text.replace(harmless, "")
+    if ">" in text or any(substitution in text for substitution in _SUBSTITUTIONS):
+        return False
+    for part in split_compound(command):
+        words = [word.strip(_QUOTES) for word in strip_prefixes(part).split()]
+        if not words:
+            continue
+        name = os.path.basename(words[0])
+        if name not in _READERS:
+            return False
+        if name == "find" and any(word in _FIND_WRITES for word in words):
+            return False
+        if name == "sort" and any(word.startswith(_SORT_WRITES) for word in words[1:]):
+            return False
+    return True
+
+
+def check_command(command: str, cwd: str | None) -> tuple[str, str] | None:
+    """("cli", the command) when it takes rules or hooks away through a CLI; ("files", the command) when it
+    may change a protected path; None otherwise."""
+    if "cems" in command or "claude" in command:
+        for part in split_compound(command):
+            words = [word.strip(_QUOTES) for word in part.split()]
+            if _cli_removal(words):
+                return "cli", part
+    protected = protected_paths()
+    if _mentions(command, cwd, protected) and not _only_reads(command):
+        return "files", command
+    return None

@@ -1,0 +1,159 @@
+"""The built-in guard: the agent's tools keep away from CEMS's home, the hook settings and the rule CLI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cems_cli.rules.guard import PROTECT_FILES, RULES_ARE_THE_USERS, check
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    user_home = tmp_path / "u"
+    cems = user_home / ".local" / "share" / "cems"
+    cems.mkdir(parents=True)
+    (user_home / ".claude").mkdir()
+    monkeypatch.setenv("HOME", str(user_home))
+    monkeypatch.delenv("CEMS_HOME", raising=False)
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    return user_home
+
+
+def blocked(tool: str, tool_input: dict, cwd: str = "/repo") -> str | None:
+    decision = check(tool, tool_input, cwd)
+    if decision is None:
+        return None
+    assert decision.action == "block"
+    return decision.rule.id
+
+
+FILES = PROTECT_FILES.id
+CLI = RULES_ARE_THE_USERS.id
+
+
+@pytest.mark.parametrize("tool", ["Write", "Edit", "MultiEdit"])
+@pytest.mark.parametrize("path", [
+    "~/.local/share/cems/rules.snapshot.json",
+    "~/.local/share/cems/rules.snapshot.json.sha256",
+    "~/.local/share/cems/config.toml",
+    "~/.local/share/cems/pgdata/postgresql.conf",
+    "~/.claude/settings.json",
+    "~/.claude/settings.local.json",
+    "~/.claude.json",
+    "~/.claude/plugins/cache/cems/hooks/hooks.json",
+    "/repo/.claude/settings.json",
+    "/elsewhere/.claude/settings.local.json",
+])
+def test_file_tools_cannot_change_protected_files(home, tool, path):
+    path = path.replace("~", str(home))
+    assert blocked(tool, {"file_path": path}) == FILES
+
+
+def test_relative_and_dotted_paths_are_resolved(home):
+    assert blocked("Write", {"file_path": ".claude/settings.json"}, cwd="/repo") == FILES
+    assert blocked("Write", {"file_path": "../.local/share/cems/x"}, cwd=str(home / "work")) == FILES
+    assert blocked("Write", {"file_path": "/tmp/../" + str(home)[1:] + "/.local/share/cems/x"}) == FILES
+
+
+def test_a_symlink_into_cems_home_is_cems_home(home, tmp_path):
+    link = tmp_path / "innocent"
+    os.symlink(home / ".local" / "share" / "cems", link)
+    assert blocked("Write", {"file_path": str(link / "rules.snapshot.json")}) == FILES
+
+
+def test_notebook_edit_and_mcp_file_tools(home):
+    target = str(home / ".local/share/cems/x.ipynb")
+    assert blocked("NotebookEdit", {"notebook_path": target}) == FILES
+    assert blocked("mcp__filesystem__write_file", {"path": target, "content": "{}"}) == FILES
+    assert blocked("mcp__filesystem__move_file", {"source": "/tmp/x", "destination": target}) == FILES
+    assert blocked("mcp__filesystem__read_file", {"path": target}) is None  # reading is fine
+
+
+def test_reading_and_ordinary_files_are_fine(home):
+    assert blocked("Read", {"file_path": str(home / ".local/share/cems/rules.snapshot.json")}) is None
+    assert blocked("Write", {"file_path": "/repo/src/app.py"}) is None
+    assert blocked("Write", {"file_path": str(home / ".local/share/cemsx/file")}) is None  # a sibling
+    assert blocked("Write", {"file_path": "/repo/.claude/commands/deploy.md"}) is None
+
+
+def test_cems_home_from_the_environment(home, tmp_path, monkeypatch):
+    custom = tmp_path / "custom-home"
+    monkeypatch.setenv("CEMS_HOME", str(custom))
+    assert blocked("Write", {"file_path": str(custom / "rules.snapshot.json")}) == FILES
+    assert blocked("Bash", {"command": f"rm {custom}/rules.snapshot.json.sha256"}) == FILES
+
+
+@pytest.mark.parametrize("command", [
+    "echo '{\"version\":1,\"rules\":[]}' > ~/.local/share/cems/rules.snapshot.json",
+    "printf '{}' >$HOME/.local/share/cems/rules.snapshot.json",
+    "rm -f ${HOME}/.local/share/cems/rules.snapshot.json.sha256",
+    "rm -rf ~/.local/share/cems",
+    "mv ~/.local/share/cems /tmp/gone",
+    "cd ~ && rm -rf .local/share/cems",
+    "sed -i 's/block/warn/' ~/.local/share/cems/rules.snapshot.json",
+    "cp /tmp/empty.json ~/.local/share/cems/rules.snapshot.json",
+    "tee ~/.claude/settings.json < /tmp/x",
+    "python3 -c 'import os; os.remove(\"/x/.claude/settings.local.json\")'",
+    "ln -sf /dev/null ~/.claude/settings.json",
+    "cat /tmp/x > .claude/settings.json",
+    "jq '.hooks = {}' ~/.claude/settings.json > /tmp/s && mv /tmp/s ~/.claude/settings.json",
+    "find ~/.local/share/cems -name '*.json' -delete",
+    "truncate -s0 ~/.local/share/cems/rules.snapshot.json",
+    "cat $(echo ~/.local/share/cems/rules.snapshot.json)",
+    "echo x | sudo tee -a ~/.claude.json",
+])
+def test_shell_writes_to_protected_paths_are_blocked(home, command):
+    assert blocked("Bash", {"command": command}) == FILES
+
+
+def test_shell_inside_cems_home_is_blocked_for_anything_but_reading(home):
+    cems = str(home / ".local/share/cems")
+    assert blocked("Bash", {"command": "rm rules.snapshot.json"}, cwd=cems) == FILES
+    assert blocked("Bash", {"command": "ls -la && cat rules.snapshot.json"}, cwd=cems) is None
+
+
+@pytest.mark.parametrize("command", [
+    "cat ~/.local/share/cems/rules.snapshot.json",
+    "ls -la ~/.local/share/cems 2>/dev/null | head",
+    "grep -c block ~/.local/share/cems/rules.snapshot.json",
+    "jq . ~/.claude/settings.json",
+    "git status && cems search 'deploy'",
+    "rm -rf build/ && make",
+    "echo hi > /tmp/cems.log",
+])
+def test_reading_and_unrelated_commands_pass(home, command):
+    assert blocked("Bash", {"command": command}) is None
+
+
+@pytest.mark.parametrize("command", [
+    "cems rule rm 1a2b3c4d",
+    "cems rule rm 1a2b3c4d --json",
+    "cd /repo && cems rule rm abc",
+    "sudo -E cems rule remove abc",
+    "/home/u/.venv/bin/cems rule rm abc",
+    "python -m cems_cli.cli.app rule rm abc",
+    "cems rule list --json | jq -r '.rules[].id' | xargs -n1 cems rule rm",
+    "bash -c 'cems rule rm abc'",
+    "cems hooks uninstall --scope user",
+    "cems plugin uninstall",
+    "claude plugin uninstall cems@cems",
+    "claude plugin disable cems",
+])
+def test_cli_commands_that_take_rules_away_are_the_users(home, command):
+    assert blocked("Bash", {"command": command}) == CLI
+
+
+@pytest.mark.parametrize("command", [
+    "cems rule list",
+    "cems rule add 'Bash: rm -rf* — no'",
+    "cems rule test --tool Bash --input '{\"command\": \"ls\"}'",
+    "cems forget 1a2b3c4d",
+    "cems hooks doctor",
+    "cems rule list && rm -f /tmp/x",
+])
+def test_other_cli_commands_pass(home, command):
+    assert blocked("Bash", {"command": command}) is None
