@@ -211,12 +211,39 @@ def test_an_edited_rule_is_untrusted(tmp_path, rules):
         load_rule_views(path)
 
 
-def test_digest_is_the_sha256_of_the_file(tmp_path, rules):
+def test_digest_is_the_sha256_of_the_file_and_its_identity(tmp_path, rules):
     import hashlib
 
     path = tmp_path / "s.json"
     write_snapshot(rules, path)
-    digest = Path(str(path) + ".sha256").read_text().strip()
+    digest, identity = Path(str(path) + ".sha256").read_text().splitlines()
     assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    stat_now = path.stat()
+    assert identity == f"{stat_now.st_ino} {stat_now.st_size} {stat_now.st_mtime_ns} {stat_now.st_ctime_ns}"
     assert stat.S_IMODE(Path(str(path) + ".sha256").stat().st_mode) == 0o600
+    assert [v.id for v in load_rule_views(path)] == [r.id for r in rules]
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_still_caught(tmp_path, rules):
+    # Same length, mtime set back: only the ctime (which no unprivileged process can set) tells.
+    path = tmp_path / "s.json"
+    write_snapshot(rules, path)
+    before = path.stat()
+    text = path.read_text()
+    with open(path, "r+") as handle:  # in place: same inode
+        handle.write(text.replace('"block"', '"warn "', 1))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_size == before.st_size and path.stat().st_mtime_ns == before.st_mtime_ns
+    with pytest.raises(SnapshotUntrusted):
+        load_rule_views(path)
+
+
+def test_a_snapshot_restored_whole_is_trusted_by_its_hash(tmp_path, rules):
+    import shutil
+
+    path = tmp_path / "s.json"
+    write_snapshot(rules, path)
+    copy = tmp_path / "copy.json"
+    shutil.copy(path, copy)
+    os.replace(copy, path)  # a new inode and ctime, the same bytes
     assert [v.id for v in load_rule_views(path)] == [r.id for r in rules]
