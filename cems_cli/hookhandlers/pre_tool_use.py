@@ -7,7 +7,7 @@ deny / ask / context. No database, no model and no third-party import: this runs
 When the snapshot is missing, corrupt or not the one CEMS wrote, the hook asks `cems_cli.rules.refresh` to
 rebuild it from the store, within REBUILD_BUDGET_SECONDS. If that fails, it denies the call, saying how to
 fix it: a rewritten snapshot is what an agent would write to lift its rules, so "no rules" is never assumed.
-Only a home that never had a snapshot (nor its digest) allows: CEMS was never set up there.
+Only a home with no snapshot, no digest and no embedded store allows: CEMS was never set up there.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ REFRESH_BACKOFF_SECONDS = 30.0
 # Claude Code gives this hook 5 s (cems_cli.hooks_install) and lets the tool call run when it is killed:
 # a rebuild still going after this long is stopped, and the call denied, before that can happen.
 REBUILD_BUDGET_SECONDS = 3.5
+STORE_DIR = "pg"  # the embedded database's folder in CEMS's home (cems_cli.paths.pgdata_path)
 # The tools the built-in guard looks at (and MCP tools, by name); others skip even its import.
 _GUARDED_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"})
 UNTRUSTED_REASON = (
@@ -111,8 +112,9 @@ def load_rules(path: str | None = None) -> list[SnapshotRule] | None:
         return load_rule_views(path)
     except SnapshotError:
         pass
-    if not os.path.lexists(path) and not os.path.lexists(digest_path(path)):
-        return []  # never set up: there are no rules to lose
+    home = os.path.dirname(path)
+    if not any(os.path.lexists(p) for p in (path, digest_path(path), os.path.join(home, STORE_DIR))):
+        return []  # never set up (no snapshot, no digest, no embedded store): there are no rules to lose
     return None
 
 
@@ -132,21 +134,21 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         return None
     cwd = payload.get("cwd")
     cwd = cwd if isinstance(cwd, str) and cwd else None
+    guarded = None
     if tool_name in _GUARDED_TOOLS or tool_name.startswith("mcp__"):
         from cems_cli.rules.guard import check
 
+        # Decided before the snapshot is read: it holds whatever the snapshot says, or when there is none.
         guarded = check(tool_name, tool_input, cwd)
-        if guarded is not None:
-            return pre_tool_use_answer(guarded)
     rules = load_rules()
     if rules is None:
-        return {"hookSpecificOutput": {
+        return pre_tool_use_answer(guarded) if guarded is not None else {"hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
             "permissionDecisionReason": UNTRUSTED_REASON,
         }}
     if not rules:
-        return None
+        return pre_tool_use_answer(guarded)
 
     def current_project() -> str | None:
         # Imported on demand: project detection reads .git/config and pulls in pathlib and configparser.
@@ -157,7 +159,9 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         return project_for_dir(cwd)
 
     decision = decide(rules, tool_name, tool_input, project=current_project, cwd=cwd, on_timeout=_on_timeout)
-    return pre_tool_use_answer(decision)
+    if guarded is not None and (decision is None or decision.action != "block"):
+        return pre_tool_use_answer(guarded)
+    return pre_tool_use_answer(decision)  # the user's own block (`rm -rf /`) gives its own reason
 
 
 def main() -> int:

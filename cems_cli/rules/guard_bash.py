@@ -5,9 +5,11 @@ the Read tool; a false "no" costs the rules):
 
 - Does it take rules or their hooks away through CEMS's own CLI (`cems rule rm`, `cems hooks uninstall`,
   `cems plugin uninstall`, `claude plugin uninstall cems`)? Those are the user's to run, in a terminal.
-- Does it name a protected path (as written, with `~`, `$HOME` or relative to the session's folder) and do
-  anything but read it? Only commands that read (`cat`, `ls`, `grep`, …) with no redirection into a file
-  and no command substitution are let through.
+- Does it name a protected path (as written, with `~`, `$HOME` or relative to the session's folder, quotes
+  and backslashes aside) and do anything but read it? Only commands that read (`cat`, `ls`, `grep`, …) with
+  no redirection into a file and no command substitution are let through.
+- Does it remove, move or re-own a folder that holds a protected path (`rm -rf ~/.local`,
+  `cd ~/.local/share && rm -rf cems`, `mv ~/.claude /tmp`, `rm -rf ~/.local/share/c*`)?
 
 Commands are split with the matcher's plain splitter (`split_compound`, `strip_prefixes`): a separator
 inside quotes splits too, which can only find more. A path built at run time (`d=.local;
@@ -36,6 +38,10 @@ _SORT_WRITES = ("-o", "--output")
 _HARMLESS_REDIRECTS = ("&>/dev/null", "2>/dev/null", "1>/dev/null", ">/dev/null", "2>&1", "1>&2", ">&2")
 _SUBSTITUTIONS = ("$(", "`", "<(", ">(")
 _QUOTES = "'\""
+# Commands that remove, move or re-own what their operands name; a folder above a protected path counts.
+_DESTROYERS = frozenset({"rm", "rmdir", "mv", "unlink", "shred", "chmod", "chown", "chgrp", "chattr", "trash",
+                         "trash-put", "gio", "srm", "wipe", "rsync", "find"})
+_GLOB = "*?["
 # Names of files that matter wherever they are (`.claude/settings.json` of any project).
 _NAME_MARKERS = (".claude/settings.json", ".claude/settings.local.json", "rules.snapshot.json")
 
@@ -83,25 +89,86 @@ def _markers(protected: list[str], cwd: str | None) -> tuple[list[str], list[str
     return absolute, relative
 
 
-def _names_word(text: str, word: str) -> bool:
+_BEFORE_WORD = " \t\n;&|(<>='\""
+_AFTER_WORD = " \t\n;&|)<>/'\"*?["  # a glob right after the name may still reach it (`cems*`)
+
+
+def _names_word(text: str, word: str, whole: bool = True) -> bool:
+    """`word` in `text`, ending where a path component ends (`cems` is not `cems-backup`), and with
+    `whole`, starting where a word starts (a relative path)."""
     start = text.find(word)
     while start >= 0:
         before = text[start - 1] if start else " "
         end = start + len(word)
         after = text[end] if end < len(text) else " "
-        if before in " \t\n;&|(<>='\"" and after in " \t\n;&|)<>/'\"":
+        if (not whole or before in _BEFORE_WORD) and after in _AFTER_WORD:
             return True
         start = text.find(word, start + 1)
     return False
+
+
+def _unquoted(text: str) -> str:
+    # `c""ems`, `c\ems` and `'cems'` are all `cems` to the shell.
+    return text.replace('"', "").replace("'", "").replace("\\", "")
 
 
 def _mentions(command: str, cwd: str | None, protected: list[str]) -> bool:
     if cwd and any(cwd == root or cwd.startswith(root.rstrip(os.sep) + os.sep) for root in protected):
         return True  # the session itself runs inside a protected folder: every relative path is in it
     absolute, relative = _markers(protected, cwd)
-    return any(marker in command for marker in absolute) or any(
-        _names_word(command, marker) for marker in relative if marker and marker != "."
-    )
+    for text in {command, _unquoted(command)}:
+        if any(_names_word(text, marker, whole=False) for marker in absolute) or any(
+            _names_word(text, marker) for marker in relative if marker and marker != "."
+        ):
+            return True
+    return False
+
+
+def _resolve(word: str, cwd: str) -> str:
+    home = os.path.expanduser("~")
+    for spelling in ("${HOME}", "$HOME"):
+        if word == spelling or word.startswith(spelling + "/"):
+            word = home + word[len(spelling):]
+    word = os.path.expanduser(word)
+    return os.path.normpath(word if os.path.isabs(word) else os.path.join(cwd, word))
+
+
+def _holds_protected(operand: str, protected: list[str]) -> bool:
+    """Whether removing or moving `operand` (absolute) would take a protected path with it; a glob counts
+    as everything its literal head may start (`~/.local/share/c*` holds `~/.local/share/cems`)."""
+    cut = min((operand.find(char) for char in _GLOB if char in operand), default=-1)
+    for root in protected:
+        if cut >= 0:
+            if root.startswith(operand[:cut]) or operand[:cut].startswith(root):
+                return True
+        elif root == operand or root.startswith(operand.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def _destroys(command: str, cwd: str | None, protected: list[str]) -> bool:
+    """A command that removes, moves or re-owns a protected path or a folder above one, following `cd`."""
+    current = cwd if cwd and os.path.isabs(cwd) else os.getcwd()
+    for part in split_compound(command):
+        words = [_unquoted(word) for word in strip_prefixes(part).split()]
+        words = [word for word in words if word]
+        if not words:
+            continue
+        name = os.path.basename(words[0])
+        if name == "cd":
+            operands = [word for word in words[1:] if not word.startswith("-")]
+            current = _resolve(operands[0], current) if operands else os.path.expanduser("~")
+            continue
+        if name not in _DESTROYERS:
+            continue
+        if name == "find" and not any(word in _FIND_WRITES for word in words):
+            continue
+        operands = [word for word in words[1:] if not word.startswith("-")]
+        if name == "mv":
+            operands = operands[:-1]  # the destination is written into, not removed (`_mentions` sees it)
+        if any(_holds_protected(_resolve(word, current), protected) for word in operands):
+            return True
+    return False
 
 
 def _only_reads(command: str) -> bool:
@@ -134,5 +201,7 @@ def check_command(command: str, cwd: str | None) -> tuple[str, str] | None:
                 return "cli", part
     protected = protected_paths()
     if _mentions(command, cwd, protected) and not _only_reads(command):
+        return "files", command
+    if _destroys(command, cwd, protected):
         return "files", command
     return None

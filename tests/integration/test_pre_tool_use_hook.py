@@ -402,7 +402,7 @@ def test_a_snapshot_emptied_outside_cems_is_rebuilt_from_the_store(home):
 def test_a_snapshot_emptied_outside_cems_that_cannot_be_rebuilt_denies_everything(home, mode):
     set_rules(home, make_rule("rm -rf*", "Bash", id="rm"))
     (home / "rules.snapshot.json").write_text(EMPTY_SNAPSHOT)
-    for command in ("rm -rf /", "ls"):
+    for command in ("rm -rf build", "ls"):
         result = run_hook(home, bash(command), refresh=mode)
         assert result.output["permissionDecision"] == "deny"
         assert "changed outside CEMS" in result.output["permissionDecisionReason"]
@@ -412,6 +412,12 @@ def test_a_snapshot_emptied_outside_cems_that_cannot_be_rebuilt_denies_everythin
 def test_a_snapshot_or_digest_deleted_outside_cems_denies_until_rebuilt(home, gone):
     set_rules(home, make_rule("rm -rf*", "Bash", id="rm"))
     (home / gone).unlink()
+    assert run_hook(home, bash("ls"), refresh="raise").output["permissionDecision"] == "deny"
+
+
+def test_both_files_deleted_beside_a_store_deny_until_rebuilt(home):
+    # No snapshot and no digest, but a store: not a fresh home, so not "no rules".
+    (home / "pg").mkdir()
     assert run_hook(home, bash("ls"), refresh="raise").output["permissionDecision"] == "deny"
 
 
@@ -527,11 +533,11 @@ def test_the_agent_cannot_write_cems_home_even_without_rules(home, with_rules):
         set_rules(home, make_rule("rm -rf*", "Bash"))
     for name in ("rules.snapshot.json", "rules.snapshot.json.sha256", "config.toml"):
         for tool in ("Write", "Edit", "MultiEdit"):
-            result = run_hook(home, write_payload(str(home / name), tool))
+            result = run_hook(home, write_payload(str(home / name), tool), refresh="raise")
             assert result.output["permissionDecision"] == "deny", (name, tool)
             reason = result.output["permissionDecisionReason"]
             assert reason.startswith("Blocked by CEMS rule builtin:cems-files")
-    assert_silent(run_hook(home, {**write_payload(str(home / "rules.snapshot.json"), "Read")}))
+    assert_silent(run_hook(home, write_payload(str(home / "rules.snapshot.json"), "Read"), refresh="raise"))
 
 
 @pytest.mark.parametrize("command", [
@@ -540,6 +546,7 @@ def test_the_agent_cannot_write_cems_home_even_without_rules(home, with_rules):
     "rm -f .claude/settings.local.json",
 ])
 def test_the_agent_cannot_rewrite_the_snapshot_or_the_hook_settings_from_bash(home, command):
+    set_rules(home, make_rule("git push --force*", "Bash"))
     command = command.replace("$CEMS_HOME", str(home))
     result = run_hook(home, bash(command), HOME=str(home.parent))
     assert result.output["permissionDecision"] == "deny"

@@ -105,6 +105,18 @@ def test_cems_home_from_the_environment(home, tmp_path, monkeypatch):
     "truncate -s0 ~/.local/share/cems/rules.snapshot.json",
     "cat $(echo ~/.local/share/cems/rules.snapshot.json)",
     "echo x | sudo tee -a ~/.claude.json",
+    # Quotes and backslashes are nothing to the shell.
+    "rm ~/.local/share/c\"\"ems/rules.snapshot.json",
+    "rm ~/.local/share/c\\ems/rules.snapshot.json",
+    # A folder above a protected path, or a glob that reaches one.
+    "rm -rf ~/.local",
+    "cd ~/.local/share && rm -rf cems",
+    "cd ~ && cd .local && mv share /tmp/x",
+    "mv ~/.claude /tmp/claude-old",
+    "rm -rf ~/.local/share/c*",
+    "rm -rf ~/.claude/settings*",
+    "chmod 000 ~/.local/share",
+    "find ~/.local -name rules.snapshot.json -delete",
 ])
 def test_shell_writes_to_protected_paths_are_blocked(home, command):
     assert blocked("Bash", {"command": command}) == FILES
@@ -124,6 +136,10 @@ def test_shell_inside_cems_home_is_blocked_for_anything_but_reading(home):
     "git status && cems search 'deploy'",
     "rm -rf build/ && make",
     "echo hi > /tmp/cems.log",
+    "rm -rf ~/.local/share/other-app",
+    "cd ~/.local/share && rm -rf other-app",
+    "mv ~/.local/share/cems-backup.tar /tmp",
+    "find ~/.local -name '*.log'",
 ])
 def test_reading_and_unrelated_commands_pass(home, command):
     assert blocked("Bash", {"command": command}) is None
