@@ -37,7 +37,10 @@ REFRESH_BACKOFF_SECONDS = 30.0
 # Claude Code gives this hook 5 s (cems_cli.hooks_install) and lets the tool call run when it is killed:
 # a rebuild still going after this long is stopped, and the call denied, before that can happen.
 REBUILD_BUDGET_SECONDS = 3.5
-STORE_DIR = "pg"  # the embedded database's folder in CEMS's home (cems_cli.paths.pgdata_path)
+# The embedded database's folder in CEMS's home (cems_cli.paths.pgdata_path). Its PG_VERSION appears only
+# once initdb has finished (cems_cli.store.server renames a complete cluster into place), so a first start
+# cut short by the rebuild's budget does not turn a fresh home into one that denies everything.
+STORE_DIR = "pg"
 # The tools the built-in guard looks at (and MCP tools, by name); others skip even its import.
 _GUARDED_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "Bash"})
 UNTRUSTED_REASON = (
@@ -112,8 +115,8 @@ def load_rules(path: str | None = None) -> list[SnapshotRule] | None:
         return load_rule_views(path)
     except SnapshotError:
         pass
-    home = os.path.dirname(path)
-    if not any(os.path.lexists(p) for p in (path, digest_path(path), os.path.join(home, STORE_DIR))):
+    store = os.path.join(os.path.dirname(path), STORE_DIR, "PG_VERSION")
+    if not os.path.lexists(path) and not os.path.lexists(digest_path(path)) and not os.path.exists(store):
         return []  # never set up (no snapshot, no digest, no embedded store): there are no rules to lose
     return None
 

@@ -42,6 +42,10 @@ _QUOTES = "'\""
 _DESTROYERS = frozenset({"rm", "rmdir", "mv", "unlink", "shred", "chmod", "chown", "chgrp", "chattr", "trash",
                          "trash-put", "gio", "srm", "wipe", "rsync", "find"})
 _GLOB = "*?["
+# What a command that takes rules or hooks away must contain; most commands skip the closer look.
+_REMOVAL_WORDS = ("rm", "remove", "uninstall", "disable")
+# The library's ways to remove a rule (`python -c "import cems; cems.Memory().rules.remove(…)"`).
+_LIBRARY_REMOVALS = ("rules.remove(", "remove_rule(", "rules=True")
 # Names of files that matter wherever they are (`.claude/settings.json` of any project).
 _NAME_MARKERS = (".claude/settings.json", ".claude/settings.local.json", "rules.snapshot.json")
 
@@ -52,7 +56,8 @@ def _cli_removal(words: list[str]) -> bool:
     for index, word in enumerate(words):
         name = os.path.basename(word)
         rest = words[index + 1:]
-        if name in ("cems", "cems_cli.cli.app", "cems_cli"):
+        # A variable may name the program (`c=cems; $c rule rm …`): it is taken for `cems`.
+        if name in ("cems", "cems_cli.cli.app", "cems_cli") or word.startswith("$"):
             if _in_order(rest, "rule", ("rm", "remove")) or _in_order(rest, "hooks", ("uninstall",)) or (
                 _in_order(rest, "plugin", ("uninstall", "disable"))
             ):
@@ -194,9 +199,12 @@ def _only_reads(command: str) -> bool:
 def check_command(command: str, cwd: str | None) -> tuple[str, str] | None:
     """("cli", the command) when it takes rules or hooks away through a CLI; ("files", the command) when it
     may change a protected path; None otherwise."""
-    if "cems" in command or "claude" in command:
+    plain = _unquoted(command)
+    if any(call in plain for call in _LIBRARY_REMOVALS):
+        return "cli", command
+    if any(word in plain for word in _REMOVAL_WORDS):
         for part in split_compound(command):
-            words = [word.strip(_QUOTES) for word in part.split()]
+            words = [_unquoted(word) for word in part.split()]
             if _cli_removal(words):
                 return "cli", part
     protected = protected_paths()

@@ -418,6 +418,9 @@ def test_a_snapshot_or_digest_deleted_outside_cems_denies_until_rebuilt(home, go
 def test_both_files_deleted_beside_a_store_deny_until_rebuilt(home):
     # No snapshot and no digest, but a store: not a fresh home, so not "no rules".
     (home / "pg").mkdir()
+    assert_silent(run_hook(home, bash("ls"), refresh="raise"))  # a first initdb cut short: still fresh
+    (home / "pg" / "PG_VERSION").write_text("16\n")
+    (home / ("rules.snapshot.json" + REFRESH_FAILED_SUFFIX)).unlink()
     assert run_hook(home, bash("ls"), refresh="raise").output["permissionDecision"] == "deny"
 
 

@@ -158,6 +158,9 @@ def test_reading_and_unrelated_commands_pass(home, command):
     "cems plugin uninstall",
     "claude plugin uninstall cems@cems",
     "claude plugin disable cems",
+    "c=cems; $c rule rm abc",
+    "ce''ms rule rm abc",
+    "python -c 'import cems; cems.Memory().rules.remove(\"abc\")'",
 ])
 def test_cli_commands_that_take_rules_away_are_the_users(home, command):
     assert blocked("Bash", {"command": command}) == CLI
