@@ -38,15 +38,19 @@ def decide_bounded(
         "rules": [rule.to_dict() for rule in rules], "tool": tool_name, "input": dict(tool_input),
         "project": project, "cwd": cwd, "on_timeout": on_timeout,
     }
+    from cems_cli.procs import python_argv, run
+
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "cems_cli.rules.bounded"], input=json.dumps(request).encode(),
-            capture_output=True, timeout=CHILD_TIMEOUT_SECONDS, check=True,
-        )
+        # Isolated like every child of CEMS (cems_cli.procs): the MCP server runs in the agent's repository.
+        done = run(python_argv("cems_cli.rules.bounded"), input=json.dumps(request),
+                   timeout=CHILD_TIMEOUT_SECONDS)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise UserError(f"the rules could not be tested: {last}")
         answer = json.loads(done.stdout)
     except subprocess.TimeoutExpired:
         raise UserError(f"the rules could not be tested within {CHILD_TIMEOUT_SECONDS:.0f} s") from None
-    except (subprocess.CalledProcessError, ValueError, OSError) as error:
+    except (ValueError, OSError) as error:
         raise UserError(f"the rules could not be tested: {error}") from None
     if answer is None:
         return None
@@ -54,7 +58,7 @@ def decide_bounded(
 
 
 def _main() -> None:
-    request = json.loads(sys.stdin.buffer.read())
+    request = json.loads(sys.stdin.read())
     rules = [Rule.from_dict(record) for record in request["rules"]]
     decision = decide(rules, request["tool"], request["input"], request["project"], cwd=request["cwd"],
                       on_timeout=request["on_timeout"])

@@ -154,7 +154,7 @@ def test_cems_mcp_imports_nothing_from_the_repository(cems_home, hostile_repo):
         command=str(BIN / "cems"), args=["mcp"], env=_env(cems_home), cwd=str(repo)
     )
 
-    async def main() -> tuple[bool, bool]:
+    async def main() -> tuple[bool, bool, str]:
         with open(os.devnull, "w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write) as session:
@@ -162,9 +162,16 @@ def test_cems_mcp_imports_nothing_from_the_repository(cems_home, hostile_repo):
                     stored = await session.call_tool("remember", {"text": "The API listens on port 8081."})
                     found = await session.call_tool("search", {"query": "which port does the API use"})
                     assert not stored.is_error, stored.content[0].text
-                    return stored.is_error, found.is_error or "8081" not in found.content[0].text
+                    # A regex rule: rule_test decides in a child process (cems_cli.rules.bounded).
+                    await session.call_tool("rule_add", {"pattern": r"^kubectl\s+delete", "tool": "Bash",
+                                                         "regex": True})
+                    tested = await session.call_tool(
+                        "rule_test", {"tool": "Bash", "input": {"command": "kubectl delete pod x"}}
+                    )
+                    decision = "error" if tested.is_error else json.loads(tested.content[0].text)["decision"]
+                    return stored.is_error, found.is_error or "8081" not in found.content[0].text, decision
 
-    assert anyio.run(main) == (False, False)
+    assert anyio.run(main) == (False, False, "block")
     assert _imported(marker) == ""
 
 
