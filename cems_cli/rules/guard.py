@@ -65,7 +65,7 @@ PROTECT_FILES = GuardRule(
 )
 RULES_ARE_THE_USERS = GuardRule(
     "builtin:rules-are-the-users",
-    "cems rule rm, cems hooks uninstall, cems plugin uninstall",
+    "cems rule rm, cems uninstall, cems hooks uninstall, cems plugin uninstall",
     "removing a rule, or the hooks that enforce rules, is the user's decision: ask them to run it in a "
     "terminal",
 )

@@ -14,8 +14,12 @@ the Read tool; a false "no" costs the rules):
 Commands are split with the matcher's plain splitter (`split_compound`, `strip_prefixes`): a separator
 inside quotes splits too, which can only find more. A path built at run time (`d=.local;
 rm -r ~/$d/share/cems`, globs such as `~/.local/share/c?ms`) is not seen here; the snapshot's digest
-still catches a rewritten snapshot. This module is the one place to switch to the shell command model
-(`cems_cli.rules.shell`).
+still catches a rewritten snapshot.
+
+A line with shell syntax beyond plain words (`R=cems; $R rule rm …`, `{rm,-rf,~/.local}`, `bash -c '…'`)
+that mentions anything CEMS-related is also read with the shell command model (`cems_cli.command.model`):
+every command it runs is checked for the CLI removals, and every file it writes or removes for the paths.
+Plain lines skip the model (the text checks see all of them), as the matcher's fast path does.
 """
 
 from __future__ import annotations
@@ -51,13 +55,17 @@ _NAME_MARKERS = (".claude/settings.json", ".claude/settings.local.json", "rules.
 
 
 def _cli_removal(words: list[str]) -> bool:
-    """`cems rule rm …`, `cems hooks uninstall`, `cems plugin uninstall`, `claude plugin uninstall cems`
+    """`cems rule rm …`, `cems uninstall`, `cems hooks uninstall`, `cems plugin uninstall`,
+    `claude plugin uninstall cems`
     (also behind `sudo`, `xargs`, `python -m cems_cli.cli.app`, …)."""
     for index, word in enumerate(words):
         name = os.path.basename(word)
         rest = words[index + 1:]
         # A variable may name the program (`c=cems; $c rule rm …`): it is taken for `cems`.
         if name in ("cems", "cems_cli.cli.app", "cems_cli") or word.startswith("$"):
+            following = [other for other in rest if not other.startswith("-")]
+            if following[:1] == ["uninstall"]:  # `cems uninstall`: hooks, MCP server and plugin all out
+                return True
             if _in_order(rest, "rule", ("rm", "remove")) or _in_order(rest, "hooks", ("uninstall",)) or (
                 _in_order(rest, "plugin", ("uninstall", "disable"))
             ):
@@ -212,4 +220,39 @@ def check_command(command: str, cwd: str | None) -> tuple[str, str] | None:
         return "files", command
     if _destroys(command, cwd, protected):
         return "files", command
+    return _model_check(command, plain, cwd, protected)
+
+
+# A line is read with the model only when it may concern CEMS: one of these, quotes aside, is in it.
+_RELEVANT = ("cems", "claude", "rule", "HOME", "~", ".local", "share", "settings", "plugins")
+
+
+def _model_check(command: str, plain: str, cwd: str | None, protected: list[str]) -> tuple[str, str] | None:
+    try:
+        from cems_cli.command.plain import fast_commands
+
+        if fast_commands(command) is not None:
+            return None  # plain words: the text checks above saw everything
+        if not any(word in plain for word in _RELEVANT) and not any(
+            os.path.basename(root) in plain for root in protected
+        ):
+            return None
+        from cems_cli.command.model import analyse
+
+        analysis = analyse(command)
+    except Exception:  # a parser failure leaves the text checks' answer
+        return None
+    for argv in analysis.commands:
+        if _cli_removal([_unquoted(word) for word in argv]):
+            return "cli", " ".join(argv)
+    base = cwd if cwd and os.path.isabs(cwd) else os.getcwd()
+    for target in analysis.writes:
+        resolved = _resolve(target, base)
+        if _holds_protected(resolved, protected) or _is_settings_file(resolved):
+            return "files", target
     return None
+
+
+def _is_settings_file(path: str) -> bool:
+    head, name = os.path.split(path)
+    return name in ("settings.json", "settings.local.json") and os.path.basename(head) == ".claude"

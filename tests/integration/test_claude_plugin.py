@@ -102,7 +102,7 @@ def test_each_command_takes_arguments_and_names_real_tools(name):
 
 # What an agent must never run without the user: each takes rules, or the hooks that enforce them, away.
 TAKES_RULES_AWAY = ("cems rule rm 1a2b3c4d", "cems rule remove 1a2b3c4d", "cems hooks uninstall",
-                    "cems plugin uninstall", "cems config set rules_on_timeout allow")
+                    "cems plugin uninstall", "cems uninstall", "cems config set rules_on_timeout allow")
 
 
 @pytest.mark.parametrize("name", COMMANDS)

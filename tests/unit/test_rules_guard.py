@@ -117,6 +117,10 @@ def test_cems_home_from_the_environment(home, tmp_path, monkeypatch):
     "rm -rf ~/.claude/settings*",
     "chmod 000 ~/.local/share",
     "find ~/.local -name rules.snapshot.json -delete",
+    # Read with the shell command model: brace expansion, variables set earlier on the line.
+    "{rm,-rf,~/.local}",
+    "a=.claude; echo {} > $a/settings.json",
+    "X=rm; $X -f ~/.local/share/cems/x",
 ])
 def test_shell_writes_to_protected_paths_are_blocked(home, command):
     assert blocked("Bash", {"command": command}) == FILES
@@ -155,10 +159,13 @@ def test_reading_and_unrelated_commands_pass(home, command):
     "cems rule list --json | jq -r '.rules[].id' | xargs -n1 cems rule rm",
     "bash -c 'cems rule rm abc'",
     "cems hooks uninstall --scope user",
+    "cems uninstall --purge-data --yes",
     "cems plugin uninstall",
     "claude plugin uninstall cems@cems",
     "claude plugin disable cems",
     "c=cems; $c rule rm abc",
+    "eval 'cems rule rm abc'",
+    "R=cems; $R rule rm abc",
     "ce''ms rule rm abc",
     "python -c 'import cems; cems.Memory().rules.remove(\"abc\")'",
 ])
