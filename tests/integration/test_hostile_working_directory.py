@@ -110,8 +110,10 @@ def test_hooks_the_cli_and_what_they_start_import_nothing_from_the_repository(ce
         _run(hook["session_start"], env, repo, _payload("SessionStart.json", repo))
         _run(hook["user_prompt_submit"], env, repo, _payload("UserPromptSubmit.json", repo, prompt="hi"))
         _wait(lambda: call(str(home), {"op": "ping"}, 0.5) is not None, 120, "the search server")
-        answer = _run(hook["user_prompt_submit"], env, repo,
-                      _payload("UserPromptSubmit.json", repo, prompt="How do deploys go out, make release?"))
+        # Another session: the first one's profile already showed the memory, so its prompts leave it out.
+        asked = _payload("UserPromptSubmit.json", repo, prompt="How do deploys go out, make release?",
+                         session_id="another-session")
+        answer = _run(hook["user_prompt_submit"], env, repo, asked)
         assert "make release" in answer  # the server started from the repository works
         pid = server_pid(home)
         assert pid is not None and _cwd_of(pid) == "/"
