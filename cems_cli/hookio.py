@@ -189,13 +189,16 @@ def additional_context_answer(event_name: str, text: str) -> dict[str, Any]:
 
 
 def _rule_summary(decision: Any) -> tuple[str, str]:
+    # A shared rule's reason and pattern are a teammate's text, shown to the agent: inert there like memories.
+    from cems_cli.text.inert import for_model
+
     rule = decision.rule
     reason = (getattr(rule, "reason", "") or "").strip()
     unchecked = getattr(decision, "unchecked", "")
     if unchecked:  # no rule matched for sure (a command only known at run time, or a regex out of time)
         summary = f"{': ' + reason if reason else ''} ({unchecked}; the rule's pattern is {rule.pattern!r})"
-        return str(rule.id), summary
-    return str(rule.id), f"{': ' + reason if reason else ''} (pattern {rule.pattern!r})"
+        return str(rule.id), for_model(summary)
+    return str(rule.id), for_model(f"{': ' + reason if reason else ''} (pattern {rule.pattern!r})")
 
 
 def pre_tool_use_answer(decision: Any) -> dict[str, Any] | None:

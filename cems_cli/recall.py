@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from cems_cli.text.inert import for_model
+
 TYPE_CHECKING = False  # the prompt hook imports this module: `typing` alone costs it ~3 ms
 if TYPE_CHECKING:
     from typing import Any
 
     from cems_cli.service import MemoryService
-
 
 
 def _line(memory_id: str, category: str, created: str, text: str, about: str = "") -> str:
@@ -40,12 +41,15 @@ def format_recall(results: list[dict[str, Any]], project: str | None = None) -> 
               _about(r, project))
         for r in results
     ]
-    return (
-        "<memory-recall>\nMemories from earlier sessions that may be relevant "
-        "(id, category, date, confidence, source):\n"
-        + "\n".join(lines)
-        + "\n</memory-recall>"
-    )
+    header = "Memories from earlier sessions that may be relevant (id, category, date, confidence, source):"
+    return _block("memory-recall", header + "\n" + "\n".join(lines))
+
+
+def _block(tag: str, body: str) -> str:
+    """`<tag>` body `</tag>`, the body inert (cems_cli/text/inert.py): every part of it (text, title,
+    source, project name) is data a hostile repository may have written, and none of it may close this
+    block or open another one."""
+    return f"<{tag}>\n{for_model(body)}\n</{tag}>"
 
 
 def build_profile(svc: MemoryService, project: str | None, budget: int) -> str:
@@ -79,5 +83,4 @@ def profile_with_ids(svc: MemoryService, project: str | None, budget: int) -> tu
     if not parts:
         return "", []
     where = f" for {project}" if project else ""
-    text = f"<memory-profile>\nWhat CEMS remembers{where}:\n" + "\n\n".join(parts) + "\n</memory-profile>"
-    return text, list(seen)
+    return _block("memory-profile", f"What CEMS remembers{where}:\n" + "\n\n".join(parts)), list(seen)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from cems_cli.mcp.tools import BY_NAME, INSTRUCTIONS, TOOLS, ToolSpec
 
@@ -116,16 +116,22 @@ def _describe(error: ValidationError, spec: ToolSpec) -> str:
 
 
 def run_tool(name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
-    """Check the arguments and run the tool; ToolFailure (one line) for anything that goes wrong."""
+    """Check the arguments and run the tool; ToolFailure (one line) for anything that goes wrong. What it
+    returns, or says went wrong, is inert for the agent's context (cems_cli/text/inert.py)."""
+    from cems_cli.text.inert import for_model, model_payload
+
     spec = BY_NAME.get(name)
     if spec is None:
-        raise ToolFailure(f"unknown tool {name!r} (tools: {', '.join(BY_NAME)})")
+        raise ToolFailure(for_model(f"unknown tool {name!r} (tools: {', '.join(BY_NAME)})"))
     try:
-        return spec.run(check_arguments(spec, arguments))
-    except ToolFailure:
-        raise
+        payload = spec.run(check_arguments(spec, arguments))
+    except ToolFailure as failure:
+        raise ToolFailure(for_model(str(failure))) from failure
     except Exception as error:  # noqa: BLE001 - every failure is the caller's tool error, never a crash
-        raise ToolFailure(_error_line(error)) from error
+        raise ToolFailure(for_model(_error_line(error))) from error
+    # Everything a tool returns reaches the agent's context: memory text, titles, tags, rule reasons and
+    # patterns may all come from a hostile repository, and none may open or close a tag there.
+    return cast(dict[str, Any], model_payload(payload))
 
 
 def _error_line(error: Exception) -> str:

@@ -1,0 +1,73 @@
+"""Stored text made inert where it leaves CEMS: memory text is data, never markup or commands.
+
+A memory may come from a hostile repository (a captured session, an imported file, a teammate's shared
+memory, the agent itself), so what it says must not act on what reads it:
+
+- `for_model`: text injected into the agent's context (the prompt hook's `<memory-recall>`, the session's
+  `<memory-profile>`, MCP results, rule reasons). Every `<` becomes `‹` (U+2039), so no memory can close the
+  block it sits in or open a `<system-reminder>` (or any tag, comment, CDATA section or processing
+  instruction) of its own; the fullwidth and small less-than signs, which NFKC folds into `<`, go the same
+  way. Every `<`, not only those of a tag-like sequence: a pattern of "what looks like a tag" is what an
+  attacker bypasses (zero-width characters, odd spacing, names nobody listed); `‹` keeps `Vec<String>` and
+  `a < b` readable. Control characters are made visible as for a terminal: hook output is also shown to the
+  person.
+- `for_terminal`: text the CLI prints. C0 controls but newline and tab, DEL and C1 controls become visible
+  symbols (ESC is `␛`), so no escape sequence reaches the terminal (OSC 52 writes the clipboard, OSC 8 makes
+  links, CSI moves the cursor and rewrites what was printed); bidi overrides and isolates, which reorder what
+  is shown ("Trojan Source"), become U+FFFD. Rich markup is a separate matter: print memory text as
+  `rich.text.Text` or with `markup=False`.
+- `json_for_terminal`: JSON text whose C1 controls, DEL, bidi controls and line/paragraph separators are
+  written as \\uXXXX escapes (`json.dumps(ensure_ascii=False)` escapes only C0): the same JSON value, inert.
+
+Hand-written: one `str.translate` table each (stdlib, no regex), cheap enough for the prompt hook.
+"""
+
+from __future__ import annotations
+
+_CONTROL_PICTURES = 0x2400  # U+2400..U+241F: the visible symbols of C0 controls (␀ … ␟), U+2421 ␡ for DEL
+_REPLACEMENT = "\ufffd"
+_BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))  # LRE RLE PDF LRO RLO, LRI RLI FSI PDI
+# NFKC folds these into `<`: a reader that normalises would turn them back into a tag.
+LESS_THAN_SIGNS = ("<", "\uff1c", "\ufe64")
+MODEL_LESS_THAN = "\u2039"  # ‹ (NFKC keeps it)
+
+
+def _terminal_table() -> dict[int, str]:
+    kept = (0x09, 0x0A)  # tab, newline
+    table = {code: chr(_CONTROL_PICTURES + code) for code in range(0x20) if code not in kept}
+    table[0x7F] = "\u2421"
+    table.update({code: _REPLACEMENT for code in range(0x80, 0xA0)})
+    table.update({code: _REPLACEMENT for code in _BIDI})
+    return table
+
+
+_TERMINAL = _terminal_table()
+_MODEL = {**_TERMINAL, **{ord(sign): MODEL_LESS_THAN for sign in LESS_THAN_SIGNS}}
+_JSON = {code: f"\\u{code:04x}" for code in (*range(0x7F, 0xA0), *_BIDI, 0x2028, 0x2029)}
+
+
+def for_model(text: str) -> str:
+    """`text` as it may appear inside a block the agent reads: no `<`, no control characters."""
+    return text.translate(_MODEL)
+
+
+def for_terminal(text: str) -> str:
+    """`text` as it may be printed: newlines and tabs kept, every other control character made visible."""
+    return text.translate(_TERMINAL)
+
+
+def json_for_terminal(json_text: str) -> str:
+    """JSON text (from json.dumps) with the controls it leaves raw escaped; parses to the same value.
+    Safe outside strings too: JSON's own syntax is ASCII, none of it in the table."""
+    return json_text.translate(_JSON)
+
+
+def model_payload(value: object) -> object:
+    """Every string in a JSON-shaped value (dicts, lists, strings, scalars) through `for_model`, keys too."""
+    if isinstance(value, str):
+        return for_model(value)
+    if isinstance(value, dict):
+        return {for_model(k) if isinstance(k, str) else k: model_payload(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [model_payload(item) for item in value]
+    return value
