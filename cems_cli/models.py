@@ -37,6 +37,9 @@ class PinCategory(StrEnum):
 # Memories a capture trigger wrote (the Stop hook's worker, the observer, tool outcomes), as opposed to what a
 # person wrote, imported or pinned. Search weighs them below the user's own words (retrieval/adjust.py).
 CAPTURED_SOURCES = frozenset({"session", "observer", "tool"})
+# What the agent stored itself (the MCP `remember` tool): chosen, unlike a capture, but the agent's words, not
+# the person's, and an agent can be steered by the repository it reads. Cited and weighed as the agent's.
+AGENT_SOURCE = "mcp"
 
 
 def project_of(source_ref: str | None) -> str:

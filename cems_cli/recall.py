@@ -24,11 +24,16 @@ def _about(result: dict[str, Any], project: str | None) -> str:
         parts.append(f", confidence {result['confidence']:.2f}")
     cited = result.get("citation")
     if isinstance(cited, str) and cited:
-        if project:
-            cited = cited.replace(f" (project {project.removeprefix('project:')})", "")
-            cited = cited.replace(f" in project {project.removeprefix('project:')}", "")
-        parts.append(f"; {cited}")
+        parts.append(f"; {_here(cited, project)}")
     return "".join(parts)
+
+
+def _here(cited: str, project: str | None) -> str:
+    """A citation without the project part when it is the current project's."""
+    if project:
+        cited = cited.replace(f" (project {project.removeprefix('project:')})", "")
+        cited = cited.replace(f" in project {project.removeprefix('project:')}", "")
+    return cited
 
 
 def format_recall(results: list[dict[str, Any]], project: str | None = None) -> str:
@@ -53,12 +58,14 @@ def _block(tag: str, body: str) -> str:
 
 
 def build_profile(svc: MemoryService, project: str | None, budget: int) -> str:
-    """Pinned guidelines, top preferences, then recent context and learnings of this project, in budget."""
+    """Pinned guidelines, top preferences, then recent context and learnings of this project, in budget;
+    each with where it came from (a pin from an import or from the agent is not the person's guideline)."""
     return profile_with_ids(svc, project, budget)[0]
 
 
 def profile_with_ids(svc: MemoryService, project: str | None, budget: int) -> tuple[str, list[str]]:
     """The profile block and the ids of the memories it shows (the prompt hook leaves those out)."""
+    from cems_cli.results import citation
     from cems_cli.store.profile import profile_sections
     from cems_cli.text.tokens import estimate_tokens
 
@@ -71,7 +78,8 @@ def profile_with_ids(svc: MemoryService, project: str | None, budget: int) -> tu
         for record in records:
             if record.id in seen:
                 continue
-            line = _line(record.id, record.category, record.created_at.isoformat(), record.content)
+            about = f"; {_here(citation(record.source, record.source_ref), project)}"
+            line = _line(record.id, record.category, record.created_at.isoformat(), record.content, about)
             cost = estimate_tokens(line)
             if used + cost > budget:
                 break

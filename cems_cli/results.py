@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from cems_cli.models import AGENT_SOURCE
+
 
 @dataclass
 class SearchResult:
@@ -55,11 +57,14 @@ class SearchResult:
 
 
 _CAPTURED = {"session": "Claude Code session", "observer": "Claude Code session", "tool": "tool calls"}
+_NAMED = {AGENT_SOURCE: "stored by the agent", "import": "imported"}
 
 
 def citation(source: str | None, source_ref: str | None) -> str:
     """A short human-readable origin: "session 1a2b3c4d, transcript line 12 (project acme/api)", "tool
-    calls in project acme/api", "written by hand (project acme/api)", "imported"."""
+    calls in project acme/api", "written by hand (project acme/api)", "stored by the agent", "imported".
+    Only the person's own memories (`cems remember`, the library) are "written by hand"; what the agent
+    stored through MCP is cited as the agent's."""
     parts = (source_ref or "").split(":")
     project = parts[1] if len(parts) > 1 and parts[0] == "project" else None
     where = f" (project {project})" if project else ""
@@ -73,6 +78,8 @@ def citation(source: str | None, source_ref: str | None) -> str:
         return f"summary of memories{where}"
     if source in _CAPTURED:
         return f"{_CAPTURED[source]}{' in project ' + project if project else ''}"
-    if source in (None, "manual", "cli", "mcp"):
+    if source in _NAMED:
+        return f"{_NAMED[source]}{where}"
+    if source in (None, "manual", "cli"):
         return f"written by hand{where}"
     return f"{source}{where}"

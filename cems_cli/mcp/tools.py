@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cems_cli.models import MemoryCategory, MemoryScope, PinCategory, SearchScope
+from cems_cli.models import AGENT_SOURCE, MemoryCategory, MemoryScope, PinCategory, SearchScope
 
-# What `remember` stores as the memory's source: what the agent chose to write, so it is not weighed down
-# like captured memories (models.CAPTURED_SOURCES), and `cems forget --source mcp` finds it.
-MCP_SOURCE = "mcp"
+# What `remember` stores as the memory's source: what the agent chose to write, cited as "stored by the
+# agent" and weighed between the person's own words and captured memories (retrieval/adjust.py), and
+# `cems forget --source mcp` finds it.
+MCP_SOURCE = AGENT_SOURCE
 # An agent's context is small: a page of results, not the CLI's thousand.
 SEARCH_LIMIT_MAX = 50
 LIST_LIMIT_MAX = 100

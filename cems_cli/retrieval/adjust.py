@@ -6,6 +6,7 @@
     score *= 1.1                             pinned
     score *= 1.3 | 0.5 | 0.9                 same project | other project | no project reference
     score *= 0.7                             captured by a trigger (session, observer, tool), not pinned
+    score *= 0.85                            stored by the agent (MCP remember), not pinned
     score *= temporal recency factor         temporal queries only, see `temporal_factor`
     score *= 1 + time_cue_boost              created within the time the query names (timecues.py)
     score *= 1 + time_answer_boost           says when, for a question that asks when (answer_type.py)
@@ -23,7 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from cems_cli import defaults
-from cems_cli.models import CAPTURED_SOURCES
+from cems_cli.models import AGENT_SOURCE, CAPTURED_SOURCES
 from cems_cli.retrieval.answer_type import states_time
 from cems_cli.retrieval.types import Candidate
 
@@ -46,6 +47,11 @@ class AdjustSettings:
     # What the user wrote outweighs what capture inferred from a session on equal relevance: a digest that
     # mentions "npm" must not outrank "In this repo we use pnpm, never npm" on "which package manager".
     captured: float = 0.7
+    # What the agent chose to store (MCP): deliberate, one self-contained fact, so above a capture's digest;
+    # but the agent's paraphrase, possibly steered by the repository it was reading, so on equal relevance
+    # the person's own memory wins. Halfway between the two: a hand-written memory outranks an agent's note
+    # unless the note is more than ~18% more relevant (1 / 0.85), a capture's unless it is 43% more.
+    agent: float = 0.85
     min_priority: float = 1.0
     max_priority: float = 2.0
     # Temporal queries: memcity's "recent documents get a small boost, older slightly penalised".
@@ -120,6 +126,16 @@ def project_relation(source_ref: str | None, current_project: str | None) -> str
     return "other" if ref.startswith(_PROJECT_PREFIX) else "none"
 
 
+def _source_factor(cand: Candidate, settings: AdjustSettings) -> float:
+    """Who wrote it: the person (1.0), the agent (`agent`) or a capture trigger (`captured`). A pin is the
+    person's word (or one the agent says the person confirmed): pinned memories weigh 1.0."""
+    if cand.pinned:
+        return 1.0
+    if cand.source in CAPTURED_SOURCES:
+        return settings.captured
+    return settings.agent if cand.source == AGENT_SOURCE else 1.0
+
+
 def adjust_candidate(
     cand: Candidate,
     *,
@@ -139,7 +155,7 @@ def adjust_candidate(
     decay = 1.0 if cand.pinned else time_decay(days, settings.decay_days)
     pinned = settings.pinned_boost if cand.pinned else 1.0
     project = project_factor(cand.source_ref, current_project, settings)
-    source = settings.captured if cand.source in CAPTURED_SOURCES and not cand.pinned else 1.0
+    source = _source_factor(cand, settings)
     age_days = whole_days_between(cand.created_at, now)
     temporal = (
         temporal_factor(age_days, settings.temporal_strength, settings.temporal_half_days)

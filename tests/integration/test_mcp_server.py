@@ -164,7 +164,7 @@ def test_every_tool_end_to_end(env):
     stored = out["remember"]
     assert stored["created"] is True and out["again"] == {**stored, "created": False}
     assert stored["source"] == "mcp" and stored["source_ref"] == "project:acme/api"
-    assert stored["citation"] == "written by hand (project acme/api)"
+    assert stored["citation"] == "stored by the agent (project acme/api)"  # the agent's, not the person's
     # The service's privacy rules: the private block and the token never reached the store.
     assert "555-0100" not in stored["content"] and SECRET not in stored["content"]
     assert "[REDACTED" in stored["content"] and stored["tags"] == ["deploy", "staging"]

@@ -145,6 +145,20 @@ def test_apply_adjustments_reorders():
     assert apply_adjustments([], now=NOW) == []
 
 
+def test_the_agents_own_notes_weigh_between_the_users_words_and_captured_ones_unless_pinned():
+    by = {}
+    for source in ("manual", "mcp", "session", None):
+        by[source] = cand(score=0.5)
+        by[source].source = source
+        adjust_candidate(by[source], now=NOW)
+    assert by["mcp"].explain["adjust"]["source"] == pytest.approx(0.85)
+    assert by["manual"].score == by[None].score > by["mcp"].score > by["session"].score
+    pinned = cand(score=0.5, pinned=True)
+    pinned.source = "mcp"
+    adjust_candidate(pinned, now=NOW)
+    assert pinned.explain["adjust"]["source"] == 1.0
+
+
 def test_captured_memories_weigh_less_than_the_users_own_words_unless_pinned():
     written = cand(score=0.5)
     captured = cand(score=0.5)
