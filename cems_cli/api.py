@@ -399,27 +399,42 @@ class Memory:
         return build_summaries(self._service.conn, self._service.live_settings(), dry_run=dry_run)
 
     def import_jsonl(
-        self, lines: Sequence[bytes], *, default_team: str | None = None,
+        self, lines: Sequence[bytes], *, default_team: str | None = None, trusted: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> ImportReport:
-        """Import `cems export` lines (JSON Lines), all or nothing; texts already stored are skipped."""
+        """Import `cems export` lines (JSON Lines), all or nothing; texts already stored are skipped.
+        Unless `trusted` (your own export), a line's source, source_ref, pin and future date are dropped,
+        counted in `report.dropped` (cems_cli/bulk.py)."""
+        from collections import Counter
+
         from cems_cli.bulk import import_memories, parse_jsonl
 
-        memories = parse_jsonl(lines, self._service, default_team=default_team)
+        dropped: Counter[str] = Counter()
+        memories = parse_jsonl(lines, self._service, default_team=default_team, trusted=trusted,
+                               dropped=dropped)
         self._reserve_import(memories)
-        return import_memories(self._service, memories, progress=progress)
+        report = import_memories(self._service, memories, progress=progress)
+        report.dropped = dict(dropped)
+        return report
 
     def import_records(
-        self, records: Sequence[dict[str, Any]], *, progress: Callable[[int, int], None] | None = None
+        self, records: Sequence[dict[str, Any]], *, trusted: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> ImportReport:
         """Import export-shaped objects (the fields `cems export` writes), all or nothing, in one batch:
         the fast path for many memories (batched embedding, one COPY). `report.ids[i]` is the memory of
-        `records[i]` (the same id for repeated texts)."""
+        `records[i]` (the same id for repeated texts). `trusted` as for `import_jsonl`."""
+        from collections import Counter
+
         from cems_cli.bulk import import_memories, parse_record
 
-        memories = [parse_record(record, self._service) for record in records]
+        dropped: Counter[str] = Counter()
+        memories = [parse_record(record, self._service, trusted=trusted, dropped=dropped)
+                    for record in records]
         self._reserve_import(memories)
-        return import_memories(self._service, memories, progress=progress)
+        report = import_memories(self._service, memories, progress=progress)
+        report.dropped = dict(dropped)
+        return report
 
     def _reserve_import(self, memories: Sequence[NewMemory | ImportLine]) -> None:
         """On a shared server, refuse an import that would pass the user's memory quota before anything is

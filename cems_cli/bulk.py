@@ -19,6 +19,13 @@ context (the text that situates a memory: indexed with it, never shown as its co
 access statistics (access_count, last_accessed, priority) and updated_at (set to created_at). Archived
 memories and rules are not exported (rules carry a structured spec: move them with `cems rule`).
 
+A file is untrusted unless the importer says otherwise (`cems import --trusted`, `trusted=True`): it may come
+from a repository the agent works in, and a line must not pass itself off as the person's own guideline. An
+untrusted line cannot set provenance or standing: its `source` becomes `import`, its `source_ref` (project,
+session and file reference) is dropped, it is not pinned (`pin_reason`, `pin_category` go with the pin) and a
+`created_at` in the future becomes the time of the import. The report counts what was dropped, by field.
+A trusted import (your own export, moved to another machine) keeps every field, as above.
+
 Import is all or nothing: every line is validated first (the first bad line is reported by number and nothing
 is stored: a NUL character or a lone surrogate in any field but `content`, which is cleaned as `remember`
 cleans it, or a `content` over CEMS_MAX_MEMORY_BYTES), duplicates of live memories are skipped by content
@@ -31,6 +38,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,7 +48,7 @@ import numpy as np
 
 from cems_cli.embedding.limits import TextTooLarge, check_text_size
 from cems_cli.errors import UserError
-from cems_cli.models import MemoryScope, parse_choice
+from cems_cli.models import MemoryScope, PinCategory, parse_choice
 from cems_cli.store import bulk as store
 from cems_cli.store.records import MemoryRecord, NewMemory
 from cems_cli.text.normalize import content_hash
@@ -87,6 +95,8 @@ class ImportReport:
     seconds: float = 0.0
     embed_seconds: float = 0.0
     teams: dict[str, int] = field(default_factory=dict)  # shared memories created, by team
+    # Untrusted imports: lines whose field was dropped (source, source_ref, pinned) or clamped (created_at).
+    dropped: dict[str, int] = field(default_factory=dict)
 
     @property
     def per_second(self) -> float:
@@ -95,15 +105,18 @@ class ImportReport:
     def to_json(self) -> dict[str, Any]:
         return {"total": self.total, "imported": self.created, "duplicates": self.duplicates,
                 "chunks": self.chunks, "teams": dict(sorted(self.teams.items())),
+                "dropped": dict(sorted(self.dropped.items())),
                 "seconds": round(self.seconds, 3), "per_second": round(self.per_second, 1)}
 
 
 # Parsing ----------------------------------------------------------------------------------------------------
 
 def parse_jsonl(lines: Iterable[bytes | str], service: MemoryService, *,
-                default_team: str | None = None) -> list[ImportLine]:
+                default_team: str | None = None, trusted: bool = False,
+                dropped: Counter[str] | None = None) -> list[ImportLine]:
     """Validate every line (blank lines skipped); UserError naming the first bad line's number.
-    `default_team` (else CEMS_TEAM) is the team of shared lines that name none."""
+    `default_team` (else CEMS_TEAM) is the team of shared lines that name none. Untrusted lines lose their
+    provenance and pin (module docstring), counted by field in `dropped`."""
     parsed: list[ImportLine] = []
     preparers: dict[str | None, MemoryService] = {}
     for number, raw in enumerate(lines, start=1):
@@ -115,7 +128,7 @@ def parse_jsonl(lines: Iterable[bytes | str], service: MemoryService, *,
             continue
         try:
             parsed.append(parse_line(_load_object(text), service, default_team=default_team,
-                                     preparers=preparers))
+                                     preparers=preparers, trusted=trusted, dropped=dropped))
         except UserError as error:
             raise UserError(f"line {number}: {error}") from None
     return parsed
@@ -131,17 +144,21 @@ def _load_object(text: str) -> dict[str, Any]:
     return value
 
 
-def parse_record(data: dict[str, Any], service: MemoryService) -> NewMemory:
+def parse_record(data: dict[str, Any], service: MemoryService, *, trusted: bool = False,
+                 dropped: Counter[str] | None = None) -> NewMemory:
     """One import record → a prepared memory (the same cleaning, redaction and checks as `remember`).
     A shared record's team is not part of a NewMemory: `import_memories` puts it in CEMS_TEAM; use
     `parse_line` to keep it."""
-    return parse_line(data, service).memory
+    return parse_line(data, service, trusted=trusted, dropped=dropped).memory
 
 
 def parse_line(data: dict[str, Any], service: MemoryService, *, default_team: str | None = None,
-               preparers: dict[str | None, MemoryService] | None = None) -> ImportLine:
+               preparers: dict[str | None, MemoryService] | None = None, trusted: bool = False,
+               dropped: Counter[str] | None = None) -> ImportLine:
     """One import record → its prepared memory and, when shared, its team (the line's, else `default_team`,
-    else CEMS_TEAM). `preparers` caches the per-team services that prepare shared memories."""
+    else CEMS_TEAM). `preparers` caches the per-team services that prepare shared memories. Unless
+    `trusted`, the line's provenance and pin are dropped and a future `created_at` is now (each counted in
+    `dropped`), after the line is checked whole: a bad value is still reported."""
     unknown = sorted(set(data) - set(EXPORT_FIELDS) - _IGNORED_FIELDS)
     if unknown:
         raise UserError(f"unknown field {unknown[0]!r}")
@@ -182,14 +199,44 @@ def parse_line(data: dict[str, Any], service: MemoryService, *, default_team: st
         if team not in cache:
             cache[team] = service.for_identity(service.settings.user, team, service.settings.project)
         preparer = cache[team]
+    source, source_ref = data.get("source", DEFAULT_SOURCE), data.get("source_ref")
+    pin_reason, pin_category = data.get("pin_reason"), data.get("pin_category")
+    created_at = parse_timestamp(data.get("created_at"), "created_at")
+    if not trusted:
+        if pin_category:  # still checked: a line with a bad value is refused either way
+            try:
+                parse_choice(PinCategory, pin_category, "pin category")
+            except ValueError as error:
+                raise UserError(str(error)) from None
+        source, source_ref, pinned, created_at = _untrusted(source, source_ref, pinned, created_at, dropped)
+        pin_reason = pin_category = None
     memory = preparer.prepare(
         content, category=category, scope=scope, tags=tags, title=data.get("title"),
-        project=data.get("source_ref"), source=data.get("source", DEFAULT_SOURCE), pin=pinned,
-        pin_reason=data.get("pin_reason"), pin_category=data.get("pin_category"),
-        created_at=parse_timestamp(data.get("created_at"), "created_at"),
+        project=source_ref, source=source, pin=pinned, pin_reason=pin_reason, pin_category=pin_category,
+        created_at=created_at,
         expires_at=parse_timestamp(data.get("expires_at"), "expires_at"), context=data.get("context"),
     )
     return ImportLine(memory, team if memory.scope == "shared" else None)
+
+
+def _untrusted(source: str | None, source_ref: str | None, pinned: bool, created_at: datetime | None,
+               dropped: Counter[str] | None) -> tuple[str, None, bool, datetime | None]:
+    """What an untrusted line may claim: no origin (source `import`, no source_ref), no pin, no date to
+    come (a memory from 2099 would top every "recent" list and never look stale). Counts each change."""
+    changed = Counter[str]()
+    if source not in (None, DEFAULT_SOURCE):
+        changed["source"] += 1
+    if source_ref:
+        changed["source_ref"] += 1
+    if pinned:
+        changed["pinned"] += 1
+    now = datetime.now(UTC)
+    if created_at is not None and created_at > now:
+        changed["created_at"] += 1
+        created_at = now
+    if dropped is not None:
+        dropped.update(changed)
+    return DEFAULT_SOURCE, None, False, created_at
 
 
 def _check_storable(name: str, value: str | None) -> None:

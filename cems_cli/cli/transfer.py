@@ -19,11 +19,19 @@ def import_(
         "--team",
         help="Team of shared lines that name none (default CEMS_TEAM); a line's own team wins.",
     ),
+    trusted: bool = typer.Option(
+        False,
+        "--trusted",
+        help="Your own export: keep each line's source, source_ref, pin and date (by default a file cannot "
+        "claim where a memory came from, pin it, or date it in the future).",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Import memories from JSONL (all or nothing; texts already remembered are skipped).
 
-    Shared memories keep the team their line names (as `cems export` writes it).
+    Shared memories keep the team their line names (as `cems export` writes it). Without --trusted a line's
+    source becomes `import`, its source_ref and pin are dropped and a future created_at becomes now; the
+    summary says how many lines lost what.
     """
     from cems_cli.cli.progress import progress_bar
 
@@ -31,7 +39,7 @@ def import_(
     lines = _read_lines(file)
     with service() as svc:
         with progress_bar("embedding", disabled=as_json) as progress:
-            report = svc.import_jsonl(lines, default_team=team, progress=progress)
+            report = svc.import_jsonl(lines, default_team=team, trusted=trusted, progress=progress)
     if as_json:
         emit_json(report.to_json())
         return
@@ -40,6 +48,18 @@ def import_(
                   f"({report.per_second:,.0f} memories/s)")
     for name, count in sorted(report.teams.items()):
         console.print(f"  {count:,} shared with team {name}", markup=False)
+    if report.dropped:
+        console.print(f"  Not trusted (--trusted keeps them): {_dropped(report.dropped)}", markup=False)
+
+
+_DROPPED = {"source": "source (now 'import')", "source_ref": "source_ref", "pinned": "pin",
+            "created_at": "future created_at (now the import's time)"}
+
+
+def _dropped(counts: dict[str, int]) -> str:
+    """"source (now 'import') on 3 lines, pin on 1 line"."""
+    return ", ".join(f"{_DROPPED.get(name, name)} on {n:,} line{'s' if n != 1 else ''}"
+                     for name, n in sorted(counts.items()))
 
 
 def _read_lines(file: Path) -> list[bytes]:

@@ -186,7 +186,8 @@ def ingest_corpus(corpus_id: str, units: list[Unit], base: Settings, home: Path,
         records = [unit_to_record(unit, project, units[i - 1] if i and with_context else None,
                                   settings.max_memory_bytes)
                    for i, unit in enumerate(units)]
-        report = service.import_records(records, progress=progress)
+        # Our own records, whose source and project the evaluation reads back: trusted.
+        report = service.import_records(records, trusted=True, progress=progress)
         docs_of: dict[str, list[str]] = {}
         # Two units with the same text are one memory (dedup): a hit on it counts for both doc ids.
         for unit, memory_id in zip(units, report.ids, strict=True):

@@ -34,7 +34,7 @@ def test_memory_commands_print_one_document(cli, env, tmp_path):
     dump = tmp_path / "out.jsonl"
     assert _one_document(cli("export", "--out", str(dump), "--json"))["exported"] == 2
     other = {"CEMS_USER": f"user-{uuid.uuid4().hex[:10]}"}
-    assert _one_document(cli("import", str(dump), "--json", extra_env=other))["imported"] == 2
+    assert _one_document(cli("import", str(dump), "--trusted", "--json", extra_env=other))["imported"] == 2
     forgotten = _one_document(cli("forget", "--source", "manual", "--yes", "--json", extra_env=other))
     assert len(forgotten["forgotten"]) == 2
 

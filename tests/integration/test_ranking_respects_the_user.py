@@ -23,7 +23,7 @@ def test_on_equal_relevance_the_users_own_words_outrank_a_captured_memory(cli, t
     line = {"content": CAPTURED, "category": "patterns", "source": "session",
             "source_ref": "project:acme/api:session:1a2b3c4d:L12"}
     (tmp_path / "captured.jsonl").write_text(json.dumps(line) + "\n")
-    assert cli("import", str(tmp_path / "captured.jsonl")).code == 0
+    assert cli("import", str(tmp_path / "captured.jsonl"), "--trusted").code == 0  # captured by design
     results = cli("search", "how do I install the frontend dependencies", "--json", "--explain").json()
     ranked = results["results"]
     assert [r["content"] for r in ranked][:2] == [WRITTEN, CAPTURED]
@@ -111,7 +111,7 @@ def test_the_prompt_hook_leaves_out_what_capture_took_from_another_project(cli, 
          "source_ref": "project:acme/billing:session:9f8e7d6c:L4"},
     ]
     (tmp_path / "billing.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    assert cli("import", str(tmp_path / "billing.jsonl")).code == 0
+    assert cli("import", str(tmp_path / "billing.jsonl"), "--trusted").code == 0
     question = "Which linters do we run before a release?"
     searched = [r["category"] for r in cli("search", question, "--json").json()["results"]]
     assert {"context", "patterns", "preferences"} <= set(searched)

@@ -147,7 +147,7 @@ def test_import_redacts_every_field(cli, env):
         "source": f"notes {GITLAB_TOKEN}",
         "context": f"asked about {GITHUB_TOKEN}",
     }
-    report = cli("import", "-", "--json", stdin=(json.dumps(line) + "\n").encode())
+    report = cli("import", "-", "--trusted", "--json", stdin=(json.dumps(line) + "\n").encode())
     assert report.code == 0, report.stderr
     [exported] = [json.loads(row) for row in cli("export").stdout.splitlines() if row.strip()]
     assert exported["title"] == "registry [REDACTED:github_token]"
