@@ -394,5 +394,9 @@ def record_to_json(record: MemoryRecord) -> dict[str, Any]:
 
 
 def export_lines(service: MemoryService) -> Iterator[str]:
+    """One JSON line per memory; C1 and bidi controls escaped (the same value), as an export goes to stdout
+    by default, where a memory's escape sequence must not reach the terminal."""
+    from cems_cli.text.inert import json_for_terminal
+
     for record in store.iter_owned_memories(service.conn, service.settings.user):
-        yield json.dumps(record_to_json(record), ensure_ascii=False) + "\n"
+        yield json_for_terminal(json.dumps(record_to_json(record), ensure_ascii=False)) + "\n"

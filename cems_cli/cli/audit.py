@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from cems_cli.cli.common import JsonOption, check_range, console, emit_json
+from cems_cli.cli.common import JsonOption, check_range, console, emit_json, shown
 
 
 def audit(
@@ -42,8 +42,8 @@ def audit(
             detail = f"query {entry.query_hash[:12]}, {entry.detail.get('results', 0)} results"
         else:
             detail = f"{entry.category} by {entry.author}" if entry.author else ""
-        table.add_row(entry.at.strftime("%Y-%m-%d %H:%M:%S"), entry.actor, entry.action, entry.team or "",
-                      what, detail)
+        table.add_row(entry.at.strftime("%Y-%m-%d %H:%M:%S"), shown(entry.actor), entry.action,
+                      shown(entry.team), what, shown(detail))
     console.print(table)
 
 

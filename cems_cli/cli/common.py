@@ -10,14 +10,48 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.segment import Segment
+from rich.text import Text
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 from typer.models import DefaultPlaceholder
 
 if TYPE_CHECKING:
     from cems_cli.api import Memory
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+
+
+class TerminalConsole(Console):
+    """A rich Console whose text cannot drive the terminal: every segment of text (not rich's own control
+    segments, nor the styles it renders) goes through `for_terminal`, so an escape sequence in a memory,
+    a rule, an error message quoting either, or anything else printed, is shown as `␛…`, never run.
+
+    Rich has no public output filter: `_render_buffer` is where its segments become the text written (rich
+    13 to 15); tests/unit/test_terminal_output.py fails if that stops being so. Emoji codes stay as typed
+    (`:warning:` in a memory is text). Memory text must still not be rich markup: print it as `shown(...)`
+    or with markup=False."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(highlight=False, emoji=False, **options)
+
+    def _render_buffer(self, buffer: Any) -> str:
+        from cems_cli.text.inert import for_terminal
+
+        return super()._render_buffer(
+            segment if segment.control else Segment(for_terminal(segment.text), segment.style)
+            for segment in buffer
+        )
+
+
+def shown(text: str | None) -> Text:
+    """Stored text as a table cell or print argument: literal (brackets are not rich markup, `[link=…]`
+    makes no link) and without control sequences."""
+    from cems_cli.text.inert import for_terminal
+
+    return Text(for_terminal(text or ""))
+
+
+console = TerminalConsole()
+err_console = TerminalConsole(stderr=True)
 
 JsonOption = typer.Option(False, "--json", help="Print exactly one JSON document on stdout.")
 
@@ -46,7 +80,11 @@ def check_range(option: str, value: int | float | None, low: int | float, high: 
 
 
 def emit_json(payload: Any) -> None:
-    sys.stdout.write(json.dumps(payload, ensure_ascii=False, default=str) + "\n")
+    """One JSON document; the controls json.dumps leaves raw (C1, bidi) escaped, so stored text printed to a
+    terminal cannot drive it (the value parses back the same)."""
+    from cems_cli.text.inert import json_for_terminal
+
+    sys.stdout.write(json_for_terminal(json.dumps(payload, ensure_ascii=False, default=str)) + "\n")
     sys.stdout.flush()
 
 

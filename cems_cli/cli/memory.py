@@ -16,6 +16,7 @@ from cems_cli.cli.common import (
     fail,
     service,
     short_id,
+    shown,
     stdin_is_terminal,
 )
 
@@ -121,7 +122,8 @@ def search(
         return
     from rich.table import Table
 
-    table = Table(title=f"Search: {query}", show_lines=False)
+    # Every cell of stored text is `shown`: literal (no rich markup) and without control sequences.
+    table = Table(title=shown(f"Search: {query}"), show_lines=False)
     for column, style in (
         ("#", "dim"),
         ("id", "cyan"),
@@ -133,7 +135,7 @@ def search(
         table.add_column(column, style=style, overflow="fold")
     for rank, result in enumerate(results, start=1):
         table.add_row(str(rank), short_id(result.id), f"{result.score:.3f}", f"{result.confidence:.2f}",
-                      result.category, result.snippet)
+                      result.category, shown(result.snippet))
     console.print(table)
     if explain:
         _print_explain(results)
@@ -176,7 +178,7 @@ def list_(
     for r in records:
         flat = " ".join(r.content.split())
         text = ("📌 " if r.pinned else "") + (flat if len(flat) <= 120 else flat[:119] + "…")
-        table.add_row(short_id(r.id), r.category, r.scope, r.created_at.strftime("%Y-%m-%d"), text)
+        table.add_row(short_id(r.id), r.category, r.scope, r.created_at.strftime("%Y-%m-%d"), shown(text))
     console.print(table)
 
 
@@ -197,7 +199,7 @@ def show(
     table.add_column("value", overflow="fold")
     for key, value in data.items():
         if key != "content":
-            table.add_row(key, "" if value is None else str(value))
+            table.add_row(key, shown("" if value is None else str(value)))
     console.print(table)
     console.print(record.content, markup=False)
 
@@ -311,7 +313,8 @@ def share(
     if as_json:
         emit_json({"id": memory_id, "created": created, "team": team_name, "scope": "shared"})
     else:
-        console.print(f"{memory_id} shared with team {team_name}" + ("" if created else " (already shared)"))
+        console.print(f"{memory_id} shared with team {team_name}" + ("" if created else " (already shared)"),
+                      markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, fail, service, short_id
+from cems_cli.cli.common import JsonOption, console, emit_json, fail, service, short_id, shown
 
 rule_app = typer.Typer(
     help="Rules that block, ask about or warn on an agent's tool calls.", no_args_is_help=True
@@ -84,7 +84,8 @@ def list_(
             )
             if x
         )
-        table.add_row(short_id(r.id), r.action, r.tool, r.pattern, r.reason, where)
+        table.add_row(short_id(r.id), r.action, shown(r.tool), shown(r.pattern), shown(r.reason),
+                      shown(where))
     console.print(table)
 
 

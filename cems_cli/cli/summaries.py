@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, service, short_id
+from cems_cli.cli.common import JsonOption, console, emit_json, service, short_id, shown
 
 if TYPE_CHECKING:
     from cems_cli.api import StoredSummary
@@ -59,8 +59,8 @@ def summaries(
     for column in ("id", "project", "level", "title", "memories", "period"):
         table.add_column(column, overflow="fold")
     for s in found:
-        table.add_row(short_id(s.id), s.project.removeprefix("project:") or "—", str(s.level), s.title,
-                      str(len(s.members)), _period(s))
+        table.add_row(short_id(s.id), shown(s.project.removeprefix("project:") or "—"), str(s.level),
+                      shown(s.title), str(len(s.members)), _period(s))
     console.print(table)
     console.print("`cems summaries --full` shows their text", markup=False)
 

