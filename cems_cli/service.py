@@ -616,6 +616,13 @@ class MemoryService:
         try:
             source = self.get(id_or_text)
         except UserError:
+            from cems_cli.store.memories import looks_like_id
+
+            if looks_like_id(id_or_text):
+                # An id you cannot see (another user's, a typo, an ambiguous prefix) is not new text to share:
+                # storing "3f2a91c0" as a memory would also tell nothing about why the share failed.
+                shown = id_or_text.strip()
+                raise UserError(f"no memory with id {shown!r} that you can see: nothing shared") from None
             source = None
         if source is not None and source.category == "rules":
             # A rule is its memory plus a spec in the rules table: the library shares both (cems.Memory.share,

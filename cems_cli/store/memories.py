@@ -231,11 +231,17 @@ def get_memory(
     return MemoryRecord.from_row(row) if row else None
 
 
+def looks_like_id(text: str) -> bool:
+    """An id or an id prefix (at least 4 hex digits, dashes allowed), whether or not it names a memory."""
+    value = text.strip().lower()
+    return len(value) >= 4 and all(c in "0123456789abcdef-" for c in value)
+
+
 def resolve_id(conn: psycopg.Connection, identity: Identity, prefix: str) -> str | None:
     """A full id, or a unique prefix of one (users copy the short ids the tables show)."""
-    prefix = prefix.strip().lower()
-    if len(prefix) < 4 or any(c not in "0123456789abcdef-" for c in prefix):
+    if not looks_like_id(prefix):
         return None
+    prefix = prefix.strip().lower()
     vis, params = visibility_clause(identity)
     rows = conn.execute(
         f"SELECT d.id FROM memory_documents d WHERE d.id::text LIKE %(prefix)s AND {vis} LIMIT 2",
@@ -283,7 +289,7 @@ def resolve_ids(
     full: set[str] = set()
     partial: set[str] = set()
     for value in cleaned.values():
-        if len(value) < 4 or any(c not in "0123456789abcdef-" for c in value):
+        if not looks_like_id(value):
             continue
         (full if len(value) == 36 and _is_uuid(value) else partial).add(value)
     vis, params = visibility_clause(identity)

@@ -175,6 +175,21 @@ def test_personal_memories_are_private_and_shared_ones_reach_the_team(cli, env):
     assert cli("forget", shared["id"], extra_env=bob).code == 2
 
 
+def test_sharing_an_id_you_cannot_see_fails_and_stores_nothing(cli, env):
+    team = "team-" + env["CEMS_USER"]  # this test's own: other tests share with "platform"
+    alice = {"CEMS_USER": env["CEMS_USER"], "CEMS_TEAM": team}
+    bob = {"CEMS_USER": env["CEMS_USER"] + "-bob", "CEMS_TEAM": team}
+    private = cli("remember", "Alice's private note.", "--json", extra_env=alice).json()["id"]
+    for given in (private, private[:8], "0000dead-beef", " 3f2a91c0 "):
+        result = cli("share", given, extra_env=bob)
+        assert result.code == 2 and result.stdout == "", given
+        line = result.stderr.strip()
+        assert "\n" not in line and "that you can see: nothing shared" in line, line
+    assert cli("list", "--scope", "both", "--json", extra_env=bob).json()["memories"] == []
+    # Text that is not an id is still shared as new text.
+    assert cli("share", "deadbeef is our test fixture's magic number", extra_env=bob).code == 0
+
+
 def test_category_and_project_filters(cli):
     _remember_all(cli)
     only_prefs = cli(
