@@ -15,6 +15,7 @@ import hashlib
 import logging
 import os
 import re
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -124,11 +125,16 @@ class Observer:
     # ------------------------------------------------------------------------------------ discovery
 
     def discover(self) -> list[Path]:
-        """Every transcript under the roots (missing roots are skipped: they may appear later)."""
+        """Every transcript under the roots: regular `*.jsonl` files, found without following a symbolic
+        link (missing roots are skipped: they may appear later). A link to a file or a folder elsewhere
+        would make the observer read, and store as memories, any file the user can read."""
         found: set[Path] = set()
         for root in self.roots:
-            if root.is_dir():
-                found.update(p for p in root.rglob("*.jsonl") if p.is_file())
+            if not root.is_dir():
+                continue
+            for folder, _, names in os.walk(root):  # followlinks=False: a linked folder is not entered
+                paths = (Path(folder, name) for name in names if name.endswith(".jsonl"))
+                found.update(path for path in paths if _regular(path))
         return sorted(found)
 
     def _root_of(self, path: Path) -> Path | None:
@@ -136,6 +142,15 @@ class Observer:
             if path == root or root in path.parents:
                 return root
         return None
+
+    def _watched(self, path: Path | str, real: str | None = None) -> bool:
+        """Under a root, also once every link in the path is resolved (`real`, else resolved here): a linked
+        folder inside a root may lead anywhere. The root itself may be a link (a dotfiles setup): it is
+        resolved too."""
+        root = self._root_of(Path(path))
+        if root is None:
+            return False
+        return Path(real or os.path.realpath(path)).is_relative_to(os.path.realpath(root))
 
     # ------------------------------------------------------------------------------------ one pass
 
@@ -156,7 +171,7 @@ class Observer:
                 {
                     Path(p)
                     for p in paths
-                    if str(p).endswith(".jsonl") and (turn_ended or self._root_of(Path(p)))
+                    if str(p).endswith(".jsonl") and (turn_ended or self._watched(p))
                 }
             )
         )
@@ -211,10 +226,12 @@ class Observer:
 
     def _process(self, path: Path, row: FileRow | None, report: RunReport) -> None:
         try:
-            handle = open(path, "rb")  # noqa: SIM115 - closed below, after the identity checks
+            handle = self._open(path)
         except FileNotFoundError:
             if row is not None and self._root_of(path) is not None:
                 self._forget(row, report)
+            return
+        if handle is None:
             return
         with handle:
             st = os.fstat(handle.fileno())
@@ -228,6 +245,33 @@ class Observer:
                 return  # nothing changed since we last looked
             row = self._check_identity(path, row, handle, st, report)
             self._read(path, row, handle, st, report)
+
+    def _open(self, path: Path) -> BinaryIO | None:
+        """The transcript opened for reading, or None (logged) when it is not a regular file inside a root:
+        checked on the open file, so a path swapped for a link between discovery and here is caught too.
+        O_NONBLOCK: opening a FIFO named *.jsonl must not hang the observer (no effect on a regular file).
+        A path the agent itself named at the end of its turn (the Stop hook) may live outside the roots."""
+        flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            raise
+        except OSError as error:  # ELOOP: the path is a symbolic link
+            log.info("%s: not read (%s)", path, error.strerror or error)
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                log.info("%s: not read (not a regular file)", path)
+            elif str(path) not in self._ended and not self._watched(path, _opened_path(fd, path)):
+                log.info("%s: not read (it leads outside the watched folders)", path)
+            else:
+                handle = os.fdopen(fd, "rb")
+                fd = -1
+                return handle
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        return None
 
     def _check_identity(
         self, path: Path, row: FileRow | None, handle: BinaryIO, st: os.stat_result, report: RunReport
@@ -610,6 +654,23 @@ class Observer:
             "last_error_at": _iso(state["last_error_at"]),
             "llm_retry_at": _iso(state["llm_retry_at"]),
         }
+
+
+def _regular(path: Path) -> bool:
+    """A regular file itself, not a link to one (lstat), nor a FIFO, socket or device."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _opened_path(fd: int, path: Path) -> str:
+    """Where the open file really is: /proc's link for the descriptor on Linux (no race with a rename
+    or a swapped folder), else the path with its links resolved."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
 
 
 def _fingerprint(handle: BinaryIO, length: int) -> str:

@@ -378,3 +378,43 @@ def test_an_observer_acting_on_a_stale_read_cannot_flush_an_open_chunk_twice(svc
     report = make_observer(svc, root, idle=300).sync()
     assert report.conflicts == 1 and report.duplicates == 0 and report.observations == 0
     assert stored(svc) == one_pass(path)
+
+
+def test_only_regular_files_inside_the_roots_are_read_never_a_link_or_a_fifo(svc, tmp_path):
+    """A repository (or anyone who can write under a watched folder) must not make the observer read and
+    store another file: a link named *.jsonl, a linked folder, a file swapped for a link after discovery,
+    or a FIFO (which would also hang a plain open)."""
+    root, outside = tmp_path / "projects", tmp_path / "elsewhere"
+    real = root / "-home-dev-a" / "real.jsonl"
+    write_session(real, "inside-session", 1, seed=51)
+    write_session(outside / "secret.jsonl", "outside-session", 2, seed=52)
+    (root / "-home-dev-a" / "link.jsonl").symlink_to(outside / "secret.jsonl")
+    (root / "linked-folder").symlink_to(outside, target_is_directory=True)
+    os.mkfifo(root / "-home-dev-a" / "fifo.jsonl")
+    observer = make_observer(svc, root)
+
+    def sessions() -> set[str]:
+        refs = svc.conn.execute(
+            "SELECT source_ref FROM memory_documents WHERE user_id = %s", (svc.settings.user,)
+        ).fetchall()
+        return {ref.split(":session:")[1].split(":")[0] for (ref,) in refs if ":session:" in (ref or "")}
+
+    def watched() -> set[str]:
+        rows = svc.conn.execute("SELECT path FROM observer_files WHERE user_id = %s", (svc.settings.user,))
+        return {path for (path,) in rows}
+
+    assert observer.discover() == [real]
+    report = observer.sync()
+    assert report.errors == [] and report.files == 1
+    assert sessions() == {"inside-session"} and watched() == {str(real)}
+    # Named one by one (file-change events): still refused.
+    events = [root / "-home-dev-a" / "link.jsonl", root / "linked-folder" / "secret.jsonl",
+              root / "-home-dev-a" / "fifo.jsonl"]
+    report = observer.sync(events)
+    assert report.errors == [] and report.files == 0
+    assert sessions() == {"inside-session"} and watched() == {str(real)}
+    # The transcript swapped for a link to the other file, after it was read: the open file is checked.
+    real.unlink()
+    real.symlink_to(outside / "secret.jsonl")
+    report = observer.sync([real])
+    assert report.errors == [] and report.files == 0 and sessions() == {"inside-session"}
