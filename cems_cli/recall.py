@@ -12,7 +12,9 @@ if TYPE_CHECKING:
 
 
 def _line(memory_id: str, category: str, created: str, text: str, about: str = "") -> str:
-    flat = " ".join(text.split())
+    """One line per memory, whatever its text or provenance holds (a line break in either could fake the
+    next memory's line): every run of whitespace, line separators included, becomes one space."""
+    flat, about = " ".join(text.split()), " ".join(about.split())
     return f"- [{memory_id[:8]}] ({category}, {created[:10]}{about}) {flat}"
 
 
@@ -90,5 +92,5 @@ def profile_with_ids(svc: MemoryService, project: str | None, budget: int) -> tu
             parts.append(f"{title}:\n" + "\n".join(lines))
     if not parts:
         return "", []
-    where = f" for {project}" if project else ""
+    where = f" for {' '.join(project.split())}" if project else ""
     return _block("memory-profile", f"What CEMS remembers{where}:\n" + "\n\n".join(parts)), list(seen)

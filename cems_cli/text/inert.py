@@ -6,16 +6,16 @@ memory, the agent itself), so what it says must not act on what reads it:
 - `for_model`: text injected into the agent's context (the prompt hook's `<memory-recall>`, the session's
   `<memory-profile>`, MCP results, rule reasons). Every `<` becomes `‹` (U+2039), so no memory can close the
   block it sits in or open a `<system-reminder>` (or any tag, comment, CDATA section or processing
-  instruction) of its own; the fullwidth and small less-than signs, which NFKC folds into `<`, go the same
-  way. Every `<`, not only those of a tag-like sequence: a pattern of "what looks like a tag" is what an
+  instruction) of its own; the fullwidth and small less-than signs and ≮, which decompose into `<`, go the
+  same way. Every `<`, not only those of a tag-like sequence: a pattern of "what looks like a tag" is what an
   attacker bypasses (zero-width characters, odd spacing, names nobody listed); `‹` keeps `Vec<String>` and
   `a < b` readable. Control characters are made visible as for a terminal: hook output is also shown to the
   person.
 - `for_terminal`: text the CLI prints. C0 controls but newline and tab, DEL and C1 controls become visible
   symbols (ESC is `␛`), so no escape sequence reaches the terminal (OSC 52 writes the clipboard, OSC 8 makes
   links, CSI moves the cursor and rewrites what was printed); bidi overrides and isolates, which reorder what
-  is shown ("Trojan Source"), become U+FFFD. Rich markup is a separate matter: print memory text as
-  `rich.text.Text` or with `markup=False`.
+  is shown ("Trojan Source"), become U+FFFD; line and paragraph separators become newlines. Rich markup is
+  a separate matter: print memory text as `rich.text.Text` or with `markup=False`.
 - `json_for_terminal`: JSON text whose C1 controls, DEL, bidi controls and line/paragraph separators are
   written as \\uXXXX escapes (`json.dumps(ensure_ascii=False)` escapes only C0): the same JSON value, inert.
 
@@ -27,8 +27,9 @@ from __future__ import annotations
 _CONTROL_PICTURES = 0x2400  # U+2400..U+241F: the visible symbols of C0 controls (␀ … ␟), U+2421 ␡ for DEL
 _REPLACEMENT = "\ufffd"
 _BIDI = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))  # LRE RLE PDF LRO RLO, LRI RLI FSI PDI
-# NFKC folds these into `<`: a reader that normalises would turn them back into a tag.
-LESS_THAN_SIGNS = ("<", "\uff1c", "\ufe64")
+# Every character whose compatibility decomposition (NFKD) holds `<`: a reader that normalises would turn
+# it back into a tag. Fullwidth and small less-than signs, and NOT LESS-THAN (`<` + U+0338).
+LESS_THAN_SIGNS = ("<", "\uff1c", "\ufe64", "\u226e")
 MODEL_LESS_THAN = "\u2039"  # ‹ (NFKC keeps it)
 
 
@@ -38,6 +39,8 @@ def _terminal_table() -> dict[int, str]:
     table[0x7F] = "\u2421"
     table.update({code: _REPLACEMENT for code in range(0x80, 0xA0)})
     table.update({code: _REPLACEMENT for code in _BIDI})
+    # Line and paragraph separators: line breaks to some readers and not to others, so a newline to all.
+    table.update({0x2028: "\n", 0x2029: "\n"})
     return table
 
 
