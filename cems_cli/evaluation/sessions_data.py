@@ -377,8 +377,12 @@ def memory_lines(block: str) -> list[str]:
 
 def memory_text(line: str) -> str:
     """What a recalled line says, without its header (id, category, date, confidence, source): a fact is
-    found in what a memory says, never in the words the block adds around it ("session", "patterns")."""
-    return _LINE_HEADER.sub("", line, count=1)
+    found in what a memory says, never in the words the block adds around it ("session", "patterns"). The
+    block shows each `<` of a memory as `‹` (cems_cli/text/inert.py); a fact such as `ingest.<tenant>` is
+    still what the memory says."""
+    from cems_cli.text.inert import MODEL_LESS_THAN
+
+    return _LINE_HEADER.sub("", line, count=1).replace(MODEL_LESS_THAN, "<")
 
 
 @dataclass

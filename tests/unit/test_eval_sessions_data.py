@@ -199,6 +199,13 @@ def test_a_fact_is_found_in_what_a_memory_says_never_in_its_header():
             "(project acme/web)) Run `make test` before pushing.")
     assert memory_text(line) == "Run `make test` before pushing."
     assert memory_text("- [1a2b3c4d] (learnings, 2026-11-20) x (y)") == "x (y)"
+    # What the block made inert is still what the memory says: a fact with a '<' is found in it.
+    from cems_cli.recall import format_recall
+
+    block = format_recall([{"id": "1a2b3c4d", "category": "decisions", "created_at": "2026-11-20",
+                            "content": "Subjects are ingest.<tenant>.<kind>."}])
+    assert "ingest.<tenant>" not in block
+    assert [memory_text(line) for line in block.splitlines()[2:3]] == ["Subjects are ingest.<tenant>.<kind>."]
     # _block writes "(patterns, 2026-11-02)" headers: "patterns" there answers nothing.
     score = score_block(_question([["patterns", "pnpm"]]), _block("Use pnpm here."), words)
     assert score.facts_present == [False] and not score.lines[0].useful
