@@ -181,10 +181,10 @@ def test_every_write_path_refuses_what_is_not_the_roles(world):
     assert "not a member of team" in world.refused(world.alice, "share", secret, "--team", world.blue)
     assert "not a member of team" in world.refused(world.alice, "remember", "x", "--scope", "shared",
                                                    team=world.blue)
-    copied = world.ok(world.bob, "share", secret, team=world.red)  # an unknown id is new text, not a copy
-    content = world.admin.execute("SELECT content FROM memory_documents WHERE id = %s",
-                                  (copied["id"],)).fetchone()[0]
-    assert "staging database" not in content
+    # An id bob cannot see is refused (once it was stored as new text): no copy, and no stray memory.
+    before = world.admin.execute("SELECT count(*) FROM memory_documents").fetchone()[0]
+    assert "that you can see: nothing shared" in world.refused(world.bob, "share", secret, team=world.red)
+    assert world.admin.execute("SELECT count(*) FROM memory_documents").fetchone()[0] == before
     # import: a line for a team that is not yours stops the import, and nothing is stored.
     lines = [json.dumps({"content": f"imported note {n}"}) for n in range(3)]
     lines.append(json.dumps({"content": "for blue", "scope": "shared", "team": world.blue}))
