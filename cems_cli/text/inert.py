@@ -19,15 +19,18 @@ memory, the agent itself), so what it says must not act on what reads it:
 - `json_for_terminal`: JSON text whose C1 controls, DEL, bidi controls and line/paragraph separators are
   written as \\uXXXX escapes (`json.dumps(ensure_ascii=False)` escapes only C0): the same JSON value, inert.
 
-Hand-written (stdlib): a table of replacements each, applied through one regex character class, which scans
-in C and calls back only where a character must change. On a 1.4 kB recall block with a few `<`: ~30 µs,
-where `str.translate` took ~250 µs (its fast path is for ASCII results only), on a loaded 2-core machine.
+Hand-written (stdlib): a table of replacements each. A short text goes through `str.translate`; a long one
+through one regex character class, which scans in C and calls back only where a character must change: on
+a 1.4 kB recall block with a few `<` ~30 µs, where `str.translate` took ~250 µs (its fast path is for ASCII
+results only), on a loaded 2-core machine. Short texts never import `re`: the PreToolUse hook, which shows
+a rule's reason, must not (tests/integration/test_pre_tool_use_hook.py).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
+TYPE_CHECKING = False  # `typing` costs the PreToolUse hook milliseconds
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 _CONTROL_PICTURES = 0x2400  # U+2400..U+241F: the visible symbols of C0 controls (␀ … ␟), U+2421 ␡ for DEL
 _REPLACEMENT = "\ufffd"
@@ -53,6 +56,8 @@ def _replacer(table: dict[int, str]) -> Callable[[str], str]:
     """A function replacing each character of `table` by its value: the Latin-1 ones through one regex
     character class, the dozen others by `str.replace` where present. A class holding characters past
     U+00FF compiles to a 64k-entry map (a millisecond or more at every start, for a hook)."""
+    import re
+
     by_char = {chr(code): value for code, value in table.items()}
     pattern = re.compile("[" + "".join(re.escape(c) for c in sorted(by_char) if ord(c) < 0x100) + "]")
     others = [(c, value) for c, value in sorted(by_char.items()) if ord(c) >= 0x100]
@@ -70,23 +75,33 @@ def _replacer(table: dict[int, str]) -> Callable[[str], str]:
 _TERMINAL = _terminal_table()
 _MODEL = {**_TERMINAL, **{ord(sign): MODEL_LESS_THAN for sign in LESS_THAN_SIGNS}}
 _JSON = {code: f"\\u{code:04x}" for code in (*range(0x7F, 0xA0), *_BIDI, 0x2028, 0x2029)}
-_for_model, _for_terminal, _json_for_terminal = _replacer(_MODEL), _replacer(_TERMINAL), _replacer(_JSON)
+SHORT = 512  # characters: below this, str.translate (no regex to compile, no `re` to import)
+_REPLACERS: dict[int, Callable[[str], str]] = {}  # compiled on first use, by id of the table
+
+
+def _apply(table: dict[int, str], text: str) -> str:
+    if len(text) <= SHORT:
+        return text.translate(table)
+    replace = _REPLACERS.get(id(table))
+    if replace is None:
+        replace = _REPLACERS[id(table)] = _replacer(table)
+    return replace(text)
 
 
 def for_model(text: str) -> str:
     """`text` as it may appear inside a block the agent reads: no `<`, no control characters."""
-    return _for_model(text)
+    return _apply(_MODEL, text)
 
 
 def for_terminal(text: str) -> str:
     """`text` as it may be printed: newlines and tabs kept, every other control character made visible."""
-    return _for_terminal(text)
+    return _apply(_TERMINAL, text)
 
 
 def json_for_terminal(json_text: str) -> str:
     """JSON text (from json.dumps) with the controls it leaves raw escaped; parses to the same value.
     Safe outside strings too: JSON's own syntax is ASCII, none of it in the table."""
-    return _json_for_terminal(json_text)
+    return _apply(_JSON, json_text)
 
 
 def model_payload(value: object) -> object:

@@ -76,6 +76,18 @@ def test_json_for_terminal_escapes_what_json_dumps_leaves_raw_and_parses_back_th
     assert json.loads(safe) == value and "ünï" in safe
 
 
+@pytest.mark.parametrize("convert", [for_model, for_terminal, json_for_terminal])
+def test_short_and_long_texts_are_made_inert_the_same_way(convert):
+    """Short texts go through str.translate, long ones through a regex: one table, the same result."""
+    from cems_cli.text.inert import SHORT
+
+    special = "\u202a\u202e\u2066\u2069\u2028\u2029\uff1c\ufe64\u226e ok"
+    every = "".join(chr(c) for c in range(0x300)) + special
+    long = (every + "x" * SHORT)[: SHORT * 3]
+    assert len(every) > SHORT  # the long path
+    assert convert(long) == "".join(convert(long[i:i + 100]) for i in range(0, len(long), 100))
+
+
 def test_model_payload_reaches_every_string():
     payload = {"count": 1, "ok": True, "results": [{"content": "<x>", "tags": ["<t>"], "score": 0.5,
                                                     "title": None}], "<k>": "v"}
