@@ -169,7 +169,7 @@ def test_import_redacts_the_second_round_of_kinds_in_every_field(cli, env):
         "source": f"my password is {NETRC_PASSWORD}",
         "context": f"echo '{NETRC_PASSWORD}' | sudo -S make install",
     }
-    report = cli("import", "-", "--json", stdin=(json.dumps(line) + "\n").encode())
+    report = cli("import", "-", "--trusted", "--json", stdin=(json.dumps(line) + "\n").encode())
     assert report.code == 0, report.stderr
     [exported] = [json.loads(row) for row in cli("export").stdout.splitlines() if row.strip()]
     assert exported["title"] == "vault [REDACTED:vault_token]"
