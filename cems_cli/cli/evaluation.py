@@ -29,8 +29,8 @@ def eval_(
     data: Path = typer.Option(None, "--data", help="--sessions only: the folder of the session sets "
                               "recorded elsewhere (one sub-folder per set); DIR then holds their questions, "
                               "<set>.jsonl (bench/agent-sessions/README.md)."),
-    sets: list[str] = typer.Option(None, "--set", help="--data only: run this set (repeatable; default "
-                                   "every set with a questions file)."),
+    sets: list[str] = typer.Option(None, "--set", metavar="<name>", help="--data only: run this set "
+                                   "(repeatable; default every set with a questions file)."),
     swebench_per_repo: int = typer.Option(None, "--swebench-per-repo", help="--data only: the first N "
                                           "runs of each repository of the swebench set (default all)."),
     mode: str = typer.Option(None, "--mode", help="vector, hybrid or auto (default CEMS_SEARCH_MODE)."),

@@ -46,6 +46,8 @@ FRONT_END_MAY_USE = (
     # and the observer daemon `cems observe` runs.
     "command.plain", "command.tree", "command.model",
     "capture.spool", "capture.worker.spawn_worker", "capture.observer_daemon", "capture.observer_settings",
+    # What a session's profile already showed (the prompt hook leaves those ids out): the hooks' stdlib file.
+    "injected",
 )
 
 
