@@ -404,6 +404,9 @@ class ChunkBuilder:
     def _tool_call(self, chunk: _Open, event: ToolCall) -> None:
         if event.tool_id and event.tool_id in chunk.open_tools:
             return  # the same call written twice
+        # What the agent said before a tool call is narration on the way ("Let me check…", an agent's
+        # THOUGHT), not the turn's answer: only text after the last call is (findings, decisions).
+        chunk.message_text, chunk.message_seen, chunk.conclusion = "", [], ""
         chunk.tools += 1
         chunk.tool_counts[event.name] = chunk.tool_counts.get(event.name, 0) + 1
         label = self._tool_label(chunk, event)
@@ -516,6 +519,17 @@ class ChunkBuilder:
 
     def _split(self) -> list[Chunk]:
         previous = self._open
+        carried: dict[str, Any] = {}
+        if previous is not None:
+            # A long turn split in parts: what the agent is saying now may still be its answer, which
+            # belongs to the part that ends the turn; a part cut mid-turn has no answer of its own.
+            carried = {
+                "message_id": previous.message_id,
+                "message_line": previous.message_line,
+                "message_text": previous.message_text,
+                "message_seen": list(previous.message_seen),
+            }
+            previous.message_text, previous.message_seen, previous.conclusion = "", [], ""
         closed = self._close()
         if previous is not None:
             # The rest of the turn continues under the same request.
@@ -529,6 +543,7 @@ class ChunkBuilder:
                 prompts=list(previous.prompts),
                 open_tools=dict(previous.open_tools),
                 failing=dict(previous.failing),
+                **carried,
             )
         return closed
 

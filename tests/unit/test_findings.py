@@ -144,3 +144,53 @@ def test_what_the_agent_did_is_the_session_records_business_not_a_finding():
     assert finding_sentences(answer) == []
     caused = "Added `pythonpath = [\"src\"]` because pytest did not see the `src/` layout."
     assert finding_sentences(caused) == [caused]
+
+
+def _line(kind: str, number: int, **content: object) -> bytes:
+    import json
+
+    when = f"2026-11-20T10:00:{number:02d}Z"
+    base = {"sessionId": "narration-1", "cwd": "/home/dev/shop-api", "timestamp": when, "uuid": f"u{number}"}
+    if kind == "user":
+        record = {**base, "type": "user", "message": {"role": "user", "content": content["content"]}}
+    else:
+        record = {**base, "type": "assistant",
+                  "message": {"id": f"m{number}", "role": "assistant", "content": content["content"]}}
+    return json.dumps(record).encode()
+
+
+def _turn(steps: int) -> list[bytes]:
+    """A prompt, `steps` rounds of narration + a Bash call + its output, then the answer."""
+    lines = [_line("user", 0, content="Where does the worker read its queue settings?")]
+    for step in range(steps):
+        number = 1 + 2 * step
+        said = f"THOUGHT: the file config/step{step}.yaml may set port {8000 + step}."
+        narration = {"type": "text", "text": said}
+        call = {"type": "tool_use", "id": f"t{step}", "name": "Bash", "input": {"command": f"cat step{step}"}}
+        lines.append(_line("assistant", number, content=[narration, call]))
+        result = {"type": "tool_result", "tool_use_id": f"t{step}", "content": "ok"}
+        lines.append(_line("user", number + 1, content=[result]))
+    said = "The worker reads its queue settings from config/queue.toml (port 5672)."
+    answer = {"type": "text", "text": said}
+    lines.append(_line("assistant", 1 + 2 * steps, content=[answer]))
+    return lines
+
+
+@pytest.mark.parametrize("chunk_max_tools", [40, 3])
+def test_only_the_answer_after_the_last_tool_call_leaves_findings(chunk_max_tools):
+    """Narration before a tool call (an agent's THOUGHT) is no answer; a long turn split in parts keeps its
+    answer in the part that ends it, and the parts cut mid-turn leave no finding."""
+    from cems_cli.capture.observations import Limits
+
+    builder = ChunkBuilder(Limits(chunk_max_tools=chunk_max_tools))
+    found: list[Chunk] = []
+    for number, raw in enumerate(_turn(8), 1):
+        line = parse_line(raw)
+        if line is not None:
+            builder.line_no = number
+            found += builder.feed(line)
+    found += builder.flush()
+    learnings = [o.text for c in found for o in c.observations if o.category == "learnings"]
+    assert len(found) == (1 if chunk_max_tools == 40 else 3)
+    assert len(learnings) == 1 and "config/queue.toml" in learnings[0], learnings
+    assert not any("step" in text for text in learnings)
