@@ -14,6 +14,7 @@ sql/011_summaries.sql).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -167,7 +168,7 @@ def _plan_project(
     titles = raptor.group_titles(members, groups, project)
     level_one = [
         place(raptor.summarise_group(members, vectors, group, title, project),
-              lambda group=group: _group_prompt(members, group, project))
+              functools.partial(_group_prompt, members, group, project))
         for group, title in zip(groups, titles, strict=True)
     ]
     if len(level_one) >= 2:

@@ -53,7 +53,8 @@ def record_search(conn: psycopg.Connection, action: str, team: str | None, query
 def entries(conn: psycopg.Connection, *, team: str | None = None, since: datetime | None = None,
             limit: int = 200) -> list[AuditEntry]:
     """Newest first: what the caller may read (their own actions, their teams', everything for an admin)."""
-    where, params = [], {"limit": limit}
+    where: list[str] = []
+    params: dict[str, object] = {"limit": limit}
     if team is not None:
         where.append("team_id = %(team)s")
         params["team"] = team

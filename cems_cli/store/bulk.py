@@ -109,7 +109,9 @@ def write_documents(
     and recreated from their own definitions after it (several times faster for a large first load; it
     holds an exclusive lock on memory_chunks until commit, so searches wait for the import to finish).
     """
-    now, restricted = conn.execute("SELECT now(), row_security_active('memory_documents')").fetchone()
+    row = conn.execute("SELECT now(), row_security_active('memory_documents')").fetchone()
+    assert row is not None  # a SELECT without FROM returns one row
+    now, restricted = row
     # An application role on a shared server owns no index to drop, and PostgreSQL refuses COPY FROM into a
     # table under row-level security: its rows go through a temporary table and one INSERT … SELECT, which
     # the policies check like any insert.
@@ -164,7 +166,7 @@ def write_documents(
         for statement in _BUILD_SETTINGS:
             conn.execute(statement)
         for definition in dropped:
-            conn.execute(definition)  # type: ignore[arg-type]  # read back from pg_indexes just above
+            conn.execute(definition)  # read back from pg_indexes just above
     forget_stats(conn)  # a bulk load moves the BM25 statistics this connection keeps
 
 
@@ -185,14 +187,14 @@ def _staging(table: str) -> str:
 
 def _insert_staged(cur: psycopg.Cursor, table: str, columns: Sequence[tuple[str, str]]) -> None:
     names = ", ".join(c for c, _ in columns)
-    cur.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {_staging(table)}")  # type: ignore[arg-type]
+    cur.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {_staging(table)}")
 
 
 def _create_staging(conn: psycopg.Connection) -> None:
     """Temporary tables with the COPY columns of both tables, dropped at commit (or rollback)."""
     for table, columns in (("memory_documents", _DOCUMENT_COPY), ("memory_chunks", _CHUNK_COPY)):
         names = ", ".join(c for c, _ in columns)
-        conn.execute(  # type: ignore[arg-type]  # names from the constants above
+        conn.execute(  # names from the constants above
             f"CREATE TEMPORARY TABLE IF NOT EXISTS cems_staged_{table} ON COMMIT DROP AS "
             f"SELECT {names} FROM {table} WITH NO DATA"
         )
@@ -207,7 +209,7 @@ def _drop_search_indexes(conn: psycopg.Connection) -> list[str]:
         "AND a.amname IN ('hnsw', 'gin')"
     ).fetchall()
     for name, _definition in rows:
-        conn.execute(f'DROP INDEX "{name}"')  # type: ignore[arg-type]  # a name the catalogue just gave us
+        conn.execute(f'DROP INDEX "{name}"')  # a name the catalogue just gave us
     return [definition for _name, definition in rows]
 
 

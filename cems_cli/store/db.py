@@ -140,7 +140,7 @@ def _first_line(error: Exception) -> str:
 
 
 def stored_embedding_meta(conn: psycopg.Connection) -> tuple[int, str]:
-    rows = dict(conn.execute("SELECT key, value FROM cems_meta").fetchall())
+    rows: dict[str, str] = dict(conn.execute("SELECT key, value FROM cems_meta").fetchall())
     return int(rows.get("embedding_dim", "0")), rows.get("embedding_model", "")
 
 

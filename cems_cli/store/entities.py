@@ -36,4 +36,5 @@ def entity_idf(
         "        FROM unnest(%(entities)s::text[]) WITH ORDINALITY AS t(e, i) ORDER BY t.i)",
         {**params, "entities": list(entities)},
     ).fetchone()
+    assert row is not None  # a SELECT without FROM returns one row
     return {entity: bm25_idf(int(row[0]), df) for entity, df in zip(entities, row[1], strict=True)}

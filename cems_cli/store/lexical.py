@@ -24,7 +24,7 @@ import itertools
 import math
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,7 +78,7 @@ class LexicalTerms:
 
 
 def neighbouring_pairs(
-    positions: dict[str, Sequence[int]], max_distance: int = PHRASE_MAX_DISTANCE
+    positions: Mapping[str, Sequence[int]], max_distance: int = PHRASE_MAX_DISTANCE
 ) -> list[tuple[str, str, int]]:
     """Distinct (first, second, distance) for lexemes that follow each other in the query within
     `max_distance` places; a lexeme next to itself ("very very") is no phrase."""
@@ -146,15 +146,18 @@ def collection_stats(
         # Whether any chunk is another user's: two probes of the owner index. When none is (one user's
         # store, or what row-level security lets through is all the asker's), N is a count of the owner
         # index alone; testing the visibility of each row reads the whole table (130 ms at 100k).
-        others, every = conn.execute(
+        probe = conn.execute(
             "SELECT EXISTS (SELECT 1 FROM memory_chunks WHERE user_id < %(vis_user)s) "
             "    OR EXISTS (SELECT 1 FROM memory_chunks WHERE user_id > %(vis_user)s), "
             "  (SELECT count(*) FROM memory_chunks)",
             params,
         ).fetchone()
+        assert probe is not None  # a SELECT without FROM returns one row
+        others, every = probe
         visible = every
         if others:
             row = conn.execute(f"SELECT count(*) FROM memory_chunks c WHERE {where}", params).fetchone()
+            assert row is not None  # an aggregate returns one row
             visible = row[0]
         stats = _Stats(now + STATS_SECONDS, int(visible), _average_length(conn, where, params, every), {},
                        not others)
@@ -172,12 +175,14 @@ def collection_stats(
         # security, the rows the policies let through), the owner test is left out: no second index to
         # AND with and no owner filter per row (a common term of a 100k store: 29 -> 15 ms).
         owner = "" if stats.sees_all else f" AND {where}"
-        counted = conn.execute(
+        counted_row = conn.execute(
             "SELECT array(SELECT (SELECT count(*) FROM memory_chunks c "
             f"                    WHERE c.search_vector @@ t.q{owner}) "
             "             FROM unnest(%(terms)s::tsquery[]) WITH ORDINALITY AS t(q, i) ORDER BY t.i)",
             {**params, "terms": [quoted(lexeme) + ":A" for lexeme in missing]},
-        ).fetchone()[0]
+        ).fetchone()
+        assert counted_row is not None  # a SELECT without FROM returns one row
+        counted = counted_row[0]
         if len(stats.frequencies) + len(missing) > _STATS_MAX_TERMS:
             stats.frequencies.clear()
         stats.frequencies.update(zip(missing, (int(n) for n in counted), strict=True))

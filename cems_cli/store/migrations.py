@@ -61,7 +61,7 @@ def migrate(conn: psycopg.Connection, embedding_dim: int, embedding_model: str) 
             if migration.version in done:
                 continue
             sql = migration.path.read_text(encoding="utf-8").replace("{{EMBEDDING_DIM}}", str(embedding_dim))
-            conn.execute(sql)  # type: ignore[arg-type]  # trusted file shipped with the package
+            conn.execute(sql)  # trusted file shipped with the package
             conn.execute(
                 "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",
                 (migration.version, migration.name),

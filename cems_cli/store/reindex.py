@@ -20,7 +20,9 @@ def reindex(
 ) -> int:
     """Re-embed all chunks in one transaction (all or nothing); returns the number of chunks. Summaries are
     dropped (maintenance makes them again)."""
-    total = conn.execute("SELECT count(*) FROM memory_chunks").fetchone()[0]
+    row = conn.execute("SELECT count(*) FROM memory_chunks").fetchone()
+    assert row is not None  # an aggregate returns one row
+    total = row[0]
     with conn.transaction():
         conn.execute("DROP INDEX IF EXISTS memory_chunks_embedding")
         conn.execute("ALTER TABLE memory_chunks ALTER COLUMN embedding DROP NOT NULL")

@@ -82,7 +82,7 @@ def vector_hits(
         if len(rows) < limit:  # the filters were narrower than they looked: let the planner choose
             rows = None
     if rows is None:
-        rows = conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+        rows = conn.execute(sql, params).fetchall()
     return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3])) for r in rows]
 
 
@@ -128,7 +128,7 @@ def _hnsw_rows(conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> li
     try:
         with conn.pipeline():
             conn.execute("SET enable_sort = off")
-            cursor = conn.execute("/* hnsw */ " + sql, params)  # type: ignore[arg-type]
+            cursor = conn.execute("/* hnsw */ " + sql, params)
             conn.execute("RESET enable_sort")
         return cursor.fetchall()
     except psycopg.Error:

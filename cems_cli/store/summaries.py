@@ -118,10 +118,11 @@ def replace_project(
     conn: psycopg.Connection,
     user: str,
     project: str,
-    summaries: Iterable[tuple[Summary, np.ndarray]],
+    summaries: Iterable[tuple[Summary, np.ndarray | None]],
 ) -> tuple[int, int]:
     """Make the project's summaries exactly `summaries`: rows of groups that did not change are kept as they
-    are, the others deleted or inserted. Returns (inserted, deleted)."""
+    are, the others deleted or inserted. Returns (inserted, deleted). A summary kept from the store comes
+    without a vector (None): its row is already there."""
     wanted = {(s.level, s.member_key): (s, v) for s, v in summaries}
     existing = conn.execute(
         "SELECT id, level, member_key FROM memory_summaries WHERE user_id = %s AND project = %s",
