@@ -15,6 +15,7 @@ the first call that needs the database (a connection) or the model (an embedding
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -318,23 +319,23 @@ class Memory:
         return self.settings.current_project(cwd)
 
     # Changing -------------------------------------------------------------------------------------------
-    def forget(self, ids: str | Sequence[str], *, purge: bool = False) -> list[str]:
+    def forget(self, ids: str | Sequence[str], *, purge: bool = False) -> builtins.list[str]:
         """Forget memories by id or id prefix, all or none (archive; `purge` deletes). Returns full ids."""
         return self._service.forget_many([ids] if isinstance(ids, str) else list(ids), purge=purge)
 
     def forget_where(self, *, tag: str | None = None, source: str | None = None, purge: bool = False,
-                     confirm: Callable[[list[str]], bool] | None = None) -> list[str]:
+                     confirm: Callable[[builtins.list[str]], bool] | None = None) -> builtins.list[str]:
         """Forget every live memory of yours with this tag and/or source; `confirm(ids)` may refuse."""
         selected = self._service.forgettable(tag=tag, source=source)
         if not selected or (confirm is not None and not confirm(selected)):
             return []
         return self._service.forget_ids(selected, purge=purge)
 
-    def ids_where(self, *, tag: str | None = None, source: str | None = None) -> list[str]:
+    def ids_where(self, *, tag: str | None = None, source: str | None = None) -> builtins.list[str]:
         """Ids of your live memories with this tag and/or source (what `forget_where` would forget)."""
         return self._service.forgettable(tag=tag, source=source)
 
-    def forget_ids(self, ids: Sequence[str], *, purge: bool = False) -> list[str]:
+    def forget_ids(self, ids: Sequence[str], *, purge: bool = False) -> builtins.list[str]:
         """Forget these full ids (from `ids_where`), all or none."""
         return self._service.forget_ids(ids, purge=purge)
 
@@ -384,7 +385,7 @@ class Memory:
         settings = self._service.live_settings()  # context_ttl_days, archive_grace_days may be stored
         return run_maintenance(self._service.conn, settings, dry_run=dry_run, progress=progress)
 
-    def summaries(self, project: str | None = None) -> list[StoredSummary]:
+    def summaries(self, project: str | None = None) -> builtins.list[StoredSummary]:
         """Your summaries of groups of memories (level 1) and of projects (level 2), what an overview
         question is answered from first. `project`: `project:name`, or "" for memories of no project."""
         from cems_cli.store.summaries import list_summaries
@@ -456,7 +457,7 @@ class Memory:
 
     # Teams and audit (a shared server) ------------------------------------------------------------------
     def audit(self, *, team: str | None = None, since: datetime | str | None = None,
-              limit: int = 200) -> list[AuditEntry]:
+              limit: int = 200) -> builtins.list[AuditEntry]:
         """The audit trail you may read, newest first: who wrote, changed, shared, forgot or searched shared
         memories and rules (your own actions, your teams', everything for an administrator). `since` is a
         time or a duration back from now (`30m`, `12h`, `1d`, `2w`)."""
@@ -582,7 +583,7 @@ class Config:
     def _value(self, key: str) -> SettingValue:
         return self._values((key,))[0]
 
-    def _values(self, keys: Sequence[str]) -> list[SettingValue]:
+    def _values(self, keys: Sequence[str]) -> builtins.list[SettingValue]:
         """The settings in effect and what is stored, read once for all `keys`."""
         from cems_cli.live_settings import LIVE, source_of, toml_keys_of_config
 
@@ -614,9 +615,9 @@ class Rules:
         form 'Bash: git push --force* — reason'. Returns it (with its id) and whether it is new; a bad rule
         is a UserError (`tool_hint` names how the caller passes a tool, for its message)."""
         from cems_cli.rules.model import make_rule
-        from cems_cli.rules.parse import parse_one_line
+        from cems_cli.rules.parse import RuleParts, parse_one_line
 
-        parts: dict[str, str] = {"pattern": pattern, "tool": tool or "", "action": "block", "reason": ""}
+        parts: RuleParts = {"pattern": pattern, "tool": tool or "", "action": "block", "reason": ""}
         if tool is None:
             try:
                 parts = parse_one_line(pattern)
@@ -648,7 +649,7 @@ class Rules:
 
         return list_rules(self._memory._service, project)
 
-    def refresh(self) -> list[Rule]:
+    def refresh(self) -> builtins.list[Rule]:
         """Rewrite the local snapshot the PreToolUse hook reads (rules a teammate shared reach this machine);
         returns the rules in force."""
         from cems_cli.rules.refresh import write_rules_snapshot

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -396,7 +397,7 @@ class MemoryService:
         cwd: str | None = None,
         track_access: bool = True,
         now: datetime | None = None,
-    ) -> list[SearchResult]:
+    ) -> builtins.list[SearchResult]:
         from cems_cli.retrieval.pipeline import SearchRequest, run_search
 
         query = " ".join((query or "").replace("\x00", "").split())
@@ -442,7 +443,7 @@ class MemoryService:
         mode: str | None = None,
         deadline: float | None = None,
         exclude: Sequence[str] = (),
-    ) -> list[SearchResult]:
+    ) -> builtins.list[SearchResult]:
         """What the prompt hook injects; what is not given comes from the live settings (CEMS_RECALL_*,
         `cems config set recall_limit 2`, …). `deadline`: a time.monotonic() moment the answer is due.
         `exclude`: ids already in the agent's context, left out before the limit and budget apply."""
@@ -494,7 +495,7 @@ class MemoryService:
     def forget(self, id_or_prefix: str, purge: bool = False) -> str:
         return self.forget_many([id_or_prefix], purge=purge)[0]
 
-    def forget_many(self, ids_or_prefixes: Sequence[str], purge: bool = False) -> list[str]:
+    def forget_many(self, ids_or_prefixes: Sequence[str], purge: bool = False) -> builtins.list[str]:
         """Forget (archive, or with `purge` delete) several memories in one transaction: all of them, or none
         when any id is unknown or not yours. Returns their full ids, in the order given, without repeats."""
         from cems_cli.store import memories
@@ -513,7 +514,7 @@ class MemoryService:
             labels.setdefault(resolved[given] or given, given)
         return self.forget_ids(list(labels), purge=purge, labels=labels)
 
-    def forgettable(self, *, tag: str | None = None, source: str | None = None) -> list[str]:
+    def forgettable(self, *, tag: str | None = None, source: str | None = None) -> builtins.list[str]:
         """Ids of your own live memories with this tag and/or source: what `forget --tag/--source` forgets."""
         from cems_cli.store import memories
 
@@ -525,7 +526,7 @@ class MemoryService:
     def forget_ids(
         self, memory_ids: Sequence[str], *, purge: bool = False, labels: dict[str, str] | None = None,
         rules: bool = False,
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """Forget these full ids in one transaction, rolled back unless every one of them was yours and live
         (or, for a purge, still there). A rule is forgotten only with `rules` (`cems rule rm`): `forget` is
         also the agent's (MCP, the plugin's pre-approved `cems forget`), and an agent must not be able to

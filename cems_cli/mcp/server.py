@@ -79,7 +79,10 @@ def _describe(error: ValidationError, spec: ToolSpec) -> str:
     """One line saying what is wrong, in the caller's terms (jsonschema's own messages quote whole values)."""
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
     name = where or "arguments"
-    kind, expected, value = error.validator, error.validator_value, error.instance
+    # Set on every error a validator yields; the stubs also allow jsonschema's `Unset` placeholder.
+    kind = error.validator
+    expected: Any = error.validator_value
+    value: Any = error.instance
     if kind == "required":
         missing = [key for key in expected if key not in value]
         return f"missing required argument {missing[0]!r}" if missing else error.message
@@ -188,8 +191,8 @@ def build_server() -> Server[Any]:
             try:
                 payload = await anyio.to_thread.run_sync(partial(run_tool, params.name, params.arguments))
             except ToolFailure as failure:
-                text = mcp_types.TextContent(type="text", text=str(failure))
-                return mcp_types.CallToolResult(content=[text], is_error=True)
+                message = mcp_types.TextContent(type="text", text=str(failure))
+                return mcp_types.CallToolResult(content=[message], is_error=True)
         # The JSON as text for every client, and as structured content for those that read it.
         text = json.dumps(payload, ensure_ascii=False, default=str)
         return mcp_types.CallToolResult(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from cems_cli.models import AGENT_SOURCE, MemoryCategory, MemoryScope, PinCategory, SearchScope
@@ -44,7 +45,7 @@ class ToolSpec:
 # --- schema pieces ---------------------------------------------------------------------------------------
 
 
-def _enum(values: type, description: str, default: str | None = None) -> dict[str, Any]:
+def _enum(values: type[StrEnum], description: str, default: str | None = None) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "string", "enum": [m.value for m in values], "description": description}
     if default is not None:
         schema["default"] = default

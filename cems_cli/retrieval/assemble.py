@@ -9,13 +9,25 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from cems_cli import defaults
 from cems_cli.retrieval.fusion import min_max_normalise
 from cems_cli.retrieval.types import Candidate
 
 TokenCounter = Callable[[str], int]
+
+
+class Assemblable(Protocol):
+    """What the greedy assembly takes: a Candidate or a SearchResult."""
+
+    @property
+    def content(self) -> str: ...
+
+    @property
+    def explain(self) -> dict[str, Any]: ...
+
+
 SessionKey = Callable[[Candidate], str | None]
 
 DEFAULT_BUDGET = defaults.CONTEXT_BUDGET
@@ -44,7 +56,7 @@ def session_from_tags(cand: Candidate) -> str | None:
 
 
 def assemble_greedy(
-    candidates: Sequence[Candidate],
+    candidates: Sequence[Assemblable],
     count_tokens: TokenCounter,
     budget: int = DEFAULT_BUDGET,
     max_results: int | None = None,

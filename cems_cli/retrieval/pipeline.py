@@ -487,7 +487,9 @@ def _expansions(
     """Synthesised reformulations, sub-questions and a hypothetical memory (HyDE)."""
     from cems_cli.retrieval import llm_stages
 
-    kind = "temporal" if analysis.is_temporal else "preference" if analysis.is_preference else "standard"
+    kind: llm_stages.Kind = (
+        "temporal" if analysis.is_temporal else "preference" if analysis.is_preference else "standard"
+    )
     profile = _preference_profile(deps, filters) if kind == "preference" else []
     variants: list[QueryVariant] = []
     seen = {query.lower()}

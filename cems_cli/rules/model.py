@@ -85,8 +85,9 @@ def catastrophic_regex_error(pattern: str) -> str | None:
     `re._parser` is CPython's own regex parser: should it ever change shape, the check passes rather than
     blocks the rule, and the time budget still applies."""
     try:
-        from re import _constants as sre
-        from re import _parser
+        # typeshed has no stubs for re's private modules (the `sre_*` aliases that have some are deprecated)
+        from re import _constants as sre  # type: ignore[attr-defined]
+        from re import _parser  # type: ignore[attr-defined]
 
         tree = _parser.parse(pattern)
         repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT)

@@ -10,13 +10,22 @@ and lines starting with `#` are skipped.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from cems_cli.rules.matcher import ACTIONS
 from cems_cli.rules.model import Rule, make_rule
 
 _DASHES = (" — ", " – ")
 _DOUBLE_HYPHEN = " -- "
+
+
+class RuleParts(TypedDict):
+    """The parts of a one-line rule, as `make_rule` takes them."""
+
+    tool: str
+    pattern: str
+    reason: str
+    action: str
 
 
 def _split_reason(rest: str) -> tuple[str, str]:
@@ -38,7 +47,7 @@ def _looks_like_tool(word: str) -> bool:
     return word[:1].isupper() or word.startswith(("mcp__", "*"))
 
 
-def parse_one_line(text: str) -> dict[str, str]:
+def parse_one_line(text: str) -> RuleParts:
     """`"Bash: git push --force* — reason"` → {"tool", "pattern", "reason", "action"}. Raises ValueError.
 
     The parts are not validated here beyond their shape; pass them to `make_rule(**parts)`.
