@@ -5,6 +5,12 @@ Stdlib only and cheap to import: the hooks read these on every prompt. `Settings
 front end and the engine.
 """
 
+from __future__ import annotations
+
+TYPE_CHECKING = False  # `typing` costs ~25 ms to import; annotations are strings anyway
+if TYPE_CHECKING:
+    from typing import Final
+
 # What the prompt hook injects (CEMS_RECALL_*), measured with `cems eval --sessions` (bench/RESULTS.md).
 # Once capture stores compact learnings, patterns and rules, a third memory rarely adds a fact the first two
 # lack: 3 at >= 0.6 of the best kept fact recall in 4 of the benchmark's 5 projects (one fact fewer in the
@@ -43,9 +49,10 @@ MAX_MEMORY_BYTES = 16 * 1024
 
 # Search and ranking (Settings fields of the same names in lower case; the retrieval stages' own parameter
 # defaults are these too). Measured on LoCoMo and the capture benchmark: bench/RESULTS.md.
-SEARCH_MODE = "hybrid"
+# `Final` keeps a choice typed as its literal, as the `Literal[...]` fields of Settings want.
+SEARCH_MODE: Final = "hybrid"
 SEARCH_LIMIT = 5
-FUSION = "linear"  # normalised BM25 + weighted cosine (keeps score gaps); "rrf": reciprocal rank fusion
+FUSION: Final = "linear"  # normalised BM25 + weighted cosine, keeps score gaps; "rrf": reciprocal rank fusion
 CONTEXT_BUDGET = 2000  # tokens a search result set may fill (cems search); the prompt hook has its own
 FUSION_VECTOR_WEIGHT = 1.5  # linear fusion: weight of the cosine beside normalised BM25
 LEXICAL_COVERAGE = 1.0  # linear fusion: share of a whole-query BM25 match a lexical match must reach
@@ -94,7 +101,7 @@ LLM_TIMEOUT = 2.0  # seconds per call: a prompt hook waits at most RECALL_TIME_B
 OLLAMA_URL = "http://127.0.0.1:11434"
 # The background model (capture's extraction, summaries): `openai`, the OpenAI-compatible endpoint of the
 # LLM settings above, or `claude-code`, the user's own Claude Code CLI run headless (claude_code_llm.py).
-LLM_BACKEND = "openai"
+LLM_BACKEND: Final = "openai"
 CLAUDE_CODE_PATH = "claude"  # found on PATH
 CLAUDE_CODE_MODEL = "haiku"  # the small model: extraction and summaries need no more
 CLAUDE_CODE_TIMEOUT = 180.0  # seconds per call; a headless CLI start alone takes a few

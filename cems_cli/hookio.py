@@ -12,9 +12,13 @@ import sys
 
 TYPE_CHECKING = False  # `typing` costs ~25 ms to import; annotations are strings anyway
 if TYPE_CHECKING:
+    from _json import make_scanner
     from collections.abc import Callable
     from typing import Any
 
+# Declared before the import so the fallback's None fits (annotations are never evaluated here).
+_encode_str: Callable[[str], str] | None
+_make_scanner: type[make_scanner] | None
 try:
     from _json import encode_basestring_ascii as _encode_str
     from _json import make_scanner as _make_scanner
@@ -62,7 +66,8 @@ class _ScanContext:
     parse_constant = float  # NaN / Infinity / -Infinity, as json.loads accepts them
 
 
-_scan_once = _make_scanner(_ScanContext()) if _make_scanner is not None else None
+# typeshed types the context as a make_scanner itself; the C scanner only reads the attributes above.
+_scan_once = _make_scanner(_ScanContext()) if _make_scanner is not None else None  # type: ignore[arg-type]
 
 
 def json_loads(text: str) -> Any:
@@ -88,13 +93,13 @@ def json_dumps(obj: Any) -> str:
 
         return json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     out: list[str] = []
-    _encode(obj, out)
+    _encode(obj, out, _encode_str)
     return "".join(out)
 
 
-def _encode(obj: Any, out: list[str]) -> None:
+def _encode(obj: Any, out: list[str], encode_str: Callable[[str], str]) -> None:
     if isinstance(obj, str):
-        out.append(_encode_str(obj))
+        out.append(encode_str(obj))
     elif obj is None:
         out.append("null")
     elif obj is True:
@@ -113,15 +118,15 @@ def _encode(obj: Any, out: list[str]) -> None:
             if not isinstance(key, str):
                 raise TypeError(f"JSON object keys must be str, not {type(key).__name__}")
             out.append("," if index else "")
-            out.append(_encode_str(key))
+            out.append(encode_str(key))
             out.append(":")
-            _encode(value, out)
+            _encode(value, out, encode_str)
         out.append("}")
     elif isinstance(obj, list | tuple):
         out.append("[")
         for index, value in enumerate(obj):
             out.append("," if index else "")
-            _encode(value, out)
+            _encode(value, out, encode_str)
         out.append("]")
     else:
         raise TypeError(f"{type(obj).__name__} is not JSON serializable")

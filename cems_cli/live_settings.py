@@ -55,6 +55,7 @@ def parse_value(key: str, text: str) -> Any:
     from cems_cli.config import Settings
 
     field = Settings.model_fields[key]
+    assert field.annotation is not None  # every field of Settings is annotated
     raw: Any = text
     if text.strip().lower() in ("none", "null"):
         raw = None

@@ -11,6 +11,7 @@ call leaves the items in place for a later attempt (with exponential backoff).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
 import psycopg
 
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from cems_cli.store.records import NewMemory
 
 log = logging.getLogger("cems.observer")
+_T = TypeVar("_T")
 
 FINGERPRINT_BYTES = 4096
 
@@ -154,7 +156,7 @@ class Observer:
 
     # ------------------------------------------------------------------------------------ one pass
 
-    def sync(self, paths: Iterable[Path] | None = None, *, turn_ended: bool = False) -> RunReport:
+    def sync(self, paths: Iterable[Path | str] | None = None, *, turn_ended: bool = False) -> RunReport:
         """Read what is new in `paths` (every transcript when None), finalize idle sessions, extract.
 
         `turn_ended`: the agent said its turn is over (the Stop hook): the open turn of each of `paths` is
@@ -185,22 +187,22 @@ class Observer:
             if self.stop.is_set():
                 return report
             row = rows.pop(str(path), None)
-            self._guard(report, str(path), lambda p=path, r=row: self._process(p, r, report))
+            self._guard(report, str(path), functools.partial(self._process, path, row, report))
         if full:
             for row in rows.values():  # known files no longer found under the roots
                 path = Path(row.path)
                 root = self._root_of(path)
                 if root is not None and root.is_dir() and not path.exists() and not self.stop.is_set():
-                    self._guard(report, row.path, lambda r=row: self._forget(r, report))
-        for path in sorted(self._ended):
-            self._guard(report, path, lambda p=path: self._end_turn(p, report))
+                    self._guard(report, row.path, functools.partial(self._forget, row, report))
+        for ended in sorted(self._ended):
+            self._guard(report, ended, functools.partial(self._end_turn, ended, report))
         self._guard(report, "finalizing idle sessions", lambda: self._finalize_idle(report))
         if self.llm is not None:
             self._guard(report, "LLM extraction", lambda: self._extract(report))
         self._guard(report, "recording the run", lambda: store.note_run(self.svc.conn, self.user))
         return report
 
-    def _guard(self, report: RunReport, what: str, action: Callable[[], object]) -> object | None:
+    def _guard(self, report: RunReport, what: str, action: Callable[[], _T]) -> _T | None:
         """Run one step; a failure is recorded (status shows it) and the pass goes on with the next file."""
         try:
             return action()

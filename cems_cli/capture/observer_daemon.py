@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from cems_cli.capture.observer import Observer, RunReport, llm_for
 from cems_cli.capture.observer_settings import ObserverSettings
@@ -184,7 +184,16 @@ def _write_state(home: Path, observer: Observer, observer_settings: ObserverSett
     os.replace(temporary, home / STATE_FILE)
 
 
-def _running_state(home: Path, pid: int | None) -> dict[str, object] | None:
+class _RunningState(TypedDict):
+    """What the running daemon recorded of its settings (STATE_FILE), checked where it is read."""
+
+    roots: list[str]
+    idle_seconds: float | None
+    llm: object  # a bool from this version
+    started_at: object
+
+
+def _running_state(home: Path, pid: int | None) -> _RunningState | None:
     """The running daemon's recorded settings; None when it is not running or wrote none (a --once run)."""
     import json
 
@@ -344,7 +353,8 @@ def _wait_released(home: Path, timeout: float) -> bool:
     return holder(home) is None
 
 
-def status(settings: Settings, observer_settings: ObserverSettings) -> dict[str, object]:
+def status(settings: Settings, observer_settings: ObserverSettings) -> dict[str, Any]:
+    """`cems observe status`'s JSON document."""
     from cems_cli.service import MemoryService
 
     pid = holder(settings.home)

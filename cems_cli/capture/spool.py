@@ -99,7 +99,7 @@ _SCHEMA = (
 class _Row:
     """A light record (a namedtuple class costs ~4 ms to create, too much for a hook)."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
 
     def __init__(self, *values: Any) -> None:
         for name, value in zip(self.__slots__, values, strict=True):

@@ -241,7 +241,7 @@ def admin_quota(
                       f"{quota['searches_per_minute'] or 'unlimited'}", markup=False)
 
 
-def _size(n: int) -> str:
+def _size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

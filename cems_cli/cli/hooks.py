@@ -119,10 +119,10 @@ def install(
     # Another file Claude Code reads with a different CEMS command for the same event: both run (identical
     # commands are run once). An explicit --settings file may belong to another HOME or project
     # altogether, so it is not compared.
-    target = path.resolve()
+    resolved = path.resolve()
     elsewhere = []
     for other_scope, other in [] if settings is not None else _standard_files(Path.cwd()):
-        if other.resolve() != target and any(
+        if other.resolve() != resolved and any(
             result["commands"].get(hook.event, hook.command) != hook.command
             for hook in scan_settings(other, other_scope).hooks
         ):
@@ -137,10 +137,11 @@ def install(
         result["warnings"].append(
             "cems is not on PATH here: Claude Code starts `cems mcp` only where cems is installed on its PATH"
         )
-    for other in elsewhere:
+    for duplicate in elsewhere:
         result["warnings"].append(
-            f"CEMS hooks are also installed in {other['settings']} ({other['scope']}): Claude Code would run "
-            f"each of them twice; remove one with `cems hooks uninstall --scope {other['scope']}`"
+            f"CEMS hooks are also installed in {duplicate['settings']} ({duplicate['scope']}): Claude Code "
+            "would run each of them twice; remove one with "
+            f"`cems hooks uninstall --scope {duplicate['scope']}`"
         )
     if as_json:
         emit_json(result)

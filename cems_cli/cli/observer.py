@@ -84,8 +84,8 @@ def observe(
             ),
             markup=False,
         )
-    for error in report.errors[:5]:  # stderr: with --json, stdout holds one JSON document (errors included)
-        err_console.print(f"error: {error}", markup=False, soft_wrap=True)
+    for message in report.errors[:5]:  # stderr: with --json, stdout holds one JSON document (errors included)
+        err_console.print(f"error: {message}", markup=False, soft_wrap=True)
     if report.errors:
         raise typer.Exit(1)
 

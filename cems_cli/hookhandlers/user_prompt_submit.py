@@ -62,7 +62,7 @@ def handle(payload: dict) -> dict | None:
     project = os.environ.get("CEMS_PROJECT") or (
         project_for_dir(cwd) if isinstance(cwd, str) and cwd else None
     )
-    request = {
+    request: dict[str, object] = {
         "op": "search",
         "query": _TAGS.sub(" ", prompt).strip()[:2000],
         "project": project,
