@@ -27,15 +27,17 @@ install: $(VENV)/.installed
 run: $(VENV)/.installed
 	$(BIN)/cems demo
 
-## Install with test extras and run the test suite (benchmarks excluded).
-test: $(VENV)/.installed-test
+## Install with test extras, lint and type-check, then run the test suite (benchmarks excluded).
+test: lint
 	$(BIN)/python -m pytest -q
 
+## Ruff-clean and mypy-clean (settings in pyproject.toml): `make test`, and so CI, fails on either.
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build dist *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache build dist *.egg-info

@@ -90,7 +90,7 @@ class _Index:
 
 
 def _indexes(dataset: SessionSet, project_of: Callable[[str], str]) -> dict[str, _Index]:
-    from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
+    from rank_bm25 import BM25Okapi
 
     indexes: dict[str, _Index] = {}
     for transcript in dataset.transcripts:
