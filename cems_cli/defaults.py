@@ -9,7 +9,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # `typing` costs ~25 ms to import; annotations are strings anyway
 if TYPE_CHECKING:
-    from typing import Final
+    from typing import Final  # a choice marked Final is typed as its literal, as Settings' Literals want
 
 # What the prompt hook injects (CEMS_RECALL_*), measured with `cems eval --sessions` (bench/RESULTS.md).
 # Once capture stores compact learnings, patterns and rules, a third memory rarely adds a fact the first two
@@ -38,7 +38,7 @@ MIN_SIMILARITY = 0.15  # CEMS_MIN_SIMILARITY
 # A guard rule whose regex cannot be checked within the PreToolUse hook's time budget counts as matched
 # ("deny"), or is skipped ("allow"): CEMS_RULES_ON_TIMEOUT, read from the environment or config.toml only
 # (not a live setting: the agent can run `cems config set`, and must not be able to relax its rules).
-RULES_ON_TIMEOUT = "deny"
+RULES_ON_TIMEOUT: Final = "deny"
 
 # Storage and embedding.
 EMBEDDING_BACKEND = "local"  # a `cems.embedders` entry point (cems_cli/plugins.py)
@@ -49,7 +49,6 @@ MAX_MEMORY_BYTES = 16 * 1024
 
 # Search and ranking (Settings fields of the same names in lower case; the retrieval stages' own parameter
 # defaults are these too). Measured on LoCoMo and the capture benchmark: bench/RESULTS.md.
-# `Final` keeps a choice typed as its literal, as the `Literal[...]` fields of Settings want.
 SEARCH_MODE: Final = "hybrid"
 SEARCH_LIMIT = 5
 FUSION: Final = "linear"  # normalised BM25 + weighted cosine, keeps score gaps; "rrf": reciprocal rank fusion
