@@ -9,7 +9,13 @@ the Read tool; a false "no" costs the rules):
   and backslashes aside) and do anything but read it? Only commands that read (`cat`, `ls`, `grep`, …) with
   no redirection into a file and no command substitution are let through.
 - Does it remove, move or re-own a folder that holds a protected path (`rm -rf ~/.local`,
-  `cd ~/.local/share && rm -rf cems`, `mv ~/.claude /tmp`, `rm -rf ~/.local/share/c*`)?
+  `cd ~/.local/share && rm -rf cems`, `mv ~/.claude /tmp`, `rm -rf ~/.local/share/c*`), unpack an archive
+  into one (`tar -xf x.tar -C ~/.local/share`, `cd ~ && tar xf x.tar`, `unzip -d ~/.claude`), or copy or move
+  something into a `.claude` folder (`cp -r /tmp/x .claude`: a settings file may come with it)?
+- Does it start another Claude Code without CEMS's hooks: `claude --settings …` or `--setting-sources …`
+  (settings that can turn hooks off or leave the user's out), or with its home, config folder or CEMS's
+  variables changed (`HOME=/tmp claude -p …`, `env -i claude`, `CEMS_DISABLE=1 claude`)? And does it
+  mention `disableAllHooks` at all? Those are the user's to run too.
 
 Commands are split with the matcher's plain splitter (`split_compound`, `strip_prefixes`): a separator
 inside quotes splits too, which can only find more. A path built at run time (`d=.local;
@@ -172,6 +178,13 @@ def _destroys(command: str, cwd: str | None, protected: list[str]) -> bool:
             operands = [word for word in words[1:] if not word.startswith("-")]
             current = _resolve(operands[0], current) if operands else os.path.expanduser("~")
             continue
+        if name in _UNPACKERS:
+            folder = _unpacks_into(name, words, current)
+            if folder is not None and (_holds_protected(folder, protected) or _is_claude_folder(folder)):
+                return True
+            continue
+        if name in _COPIERS and _copies_into_claude_folder(words, current):
+            return True
         if name not in _DESTROYERS:
             continue
         if name == "find" and not any(word in _FIND_WRITES for word in words):
@@ -179,9 +192,56 @@ def _destroys(command: str, cwd: str | None, protected: list[str]) -> bool:
         operands = [word for word in words[1:] if not word.startswith("-")]
         if name == "mv":
             operands = operands[:-1]  # the destination is written into, not removed (`_mentions` sees it)
-        if any(_holds_protected(_resolve(word, current), protected) for word in operands):
-            return True
+        for word in operands:
+            resolved = _resolve(word, current)
+            # Inside a protected folder too: after `cd ~/.local; cd share; cd cems`, `rm config.toml`
+            # names no protected path in its text.
+            if _holds_protected(resolved, protected) or any(
+                    resolved.startswith(root.rstrip(os.sep) + os.sep) for root in protected):
+                return True
     return False
+
+
+# Archive tools, and the option naming the folder they unpack into (else the current one).
+_UNPACKERS = {"tar": ("-C", "--directory"), "bsdtar": ("-C", "--directory"), "unzip": ("-d", ""),
+              "7z": ("-o", ""), "cpio": ("-D", "--directory")}
+# Commands whose last operand (or -t folder) receives what they copy or move.
+_COPIERS = frozenset({"cp", "mv", "install", "rsync", "ln", "scp"})
+
+
+def _unpacks_into(name: str, words: list[str], current: str) -> str | None:
+    """The folder an unpacking command writes into, or None when it does not unpack (`tar -tf`, `tar -cf`)."""
+    if name in ("tar", "bsdtar"):
+        mode = next((word for word in words[1:] if not word.startswith("--")), "")
+        long_extract = any(word in ("--extract", "--get") for word in words[1:])
+        if not long_extract and "x" not in mode.lstrip("-"):
+            return None
+    short, long = _UNPACKERS[name]
+    folder = None
+    for index, word in enumerate(words[1:], start=1):
+        if word == short or (long and word == long):
+            folder = words[index + 1] if index + 1 < len(words) else None
+        elif long and word.startswith(long + "="):
+            folder = word[len(long) + 1:]
+        elif name == "7z" and word.startswith("-o") and len(word) > 2:
+            folder = word[2:]
+    return _resolve(folder, current) if folder else current
+
+
+def _is_claude_folder(path: str) -> bool:
+    return os.path.basename(path.rstrip(os.sep)) == ".claude"
+
+
+def _copies_into_claude_folder(words: list[str], current: str) -> bool:
+    """`cp -r /tmp/x .claude`, `mv /tmp/s .claude/`, `cp -t .claude f`: a settings file may be among what
+    lands there."""
+    operands = [word for word in words[1:] if not word.startswith("-")]
+    targets = [words[index + 1] for index, word in enumerate(words[:-1])
+               if word in ("-t", "--target-directory")]
+    targets += [word.partition("=")[2] for word in words if word.startswith("--target-directory=")]
+    if not targets and len(operands) >= 2:
+        targets = operands[-1:]
+    return any(_is_claude_folder(_resolve(target, current)) for target in targets)
 
 
 def _only_reads(command: str) -> bool:
@@ -208,8 +268,12 @@ def check_command(command: str, cwd: str | None) -> tuple[str, str] | None:
     """("cli", the command) when it takes rules or hooks away through a CLI; ("files", the command) when it
     may change a protected path; None otherwise."""
     plain = _unquoted(command)
-    if any(call in plain for call in _LIBRARY_REMOVALS):
+    if any(call in plain for call in _LIBRARY_REMOVALS) or _HOOKS_OFF in plain:
         return "cli", command
+    if "claude" in plain:
+        found = _hookless_claude(command)
+        if found is not None:
+            return "cli", found
     if any(word in plain for word in _REMOVAL_WORDS):
         for part in split_compound(command):
             words = [_unquoted(word) for word in part.split()]
@@ -221,6 +285,46 @@ def check_command(command: str, cwd: str | None) -> tuple[str, str] | None:
     if _destroys(command, cwd, protected):
         return "files", command
     return _model_check(command, plain, cwd, protected)
+
+
+# The settings key that turns every hook off, CEMS's included: no command of the agent's needs to name it.
+_HOOKS_OFF = "disableAllHooks"
+# `claude` options that load other settings (which may turn hooks off) or leave the user's settings out.
+_CLAUDE_SETTINGS_OPTIONS = ("--settings", "--setting-sources")
+# Variables that, changed for a `claude` process, make it read other settings or another CEMS home.
+_CLAUDE_ENV = ("HOME", "CLAUDE_CONFIG_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME")
+
+
+def _changes_claude_env(word: str) -> bool:
+    """`HOME=/tmp`, `CEMS_DISABLE=1`, `export CLAUDE_CONFIG_DIR=…`'s word, and `unset HOME`'s operand."""
+    name = word.partition("=")[0]
+    return name in _CLAUDE_ENV or name.startswith("CEMS_")
+
+
+def _hookless_claude(command: str) -> str | None:
+    """A `claude` run that may start without CEMS's hooks: with `--settings`/`--setting-sources`, under
+    `env -i`/`env -u`, or on a line that changes HOME, CLAUDE_CONFIG_DIR, XDG_*_HOME or a CEMS_ variable
+    (as `A=1 claude`, `export A=1; claude`, `unset HOME; claude`). Read on the text: a quoted separator
+    splits too, which can only find more."""
+    parts = [[_unquoted(word) for word in part.split()] for part in split_compound(command)]
+    runs = [words for words in parts if any(os.path.basename(word) == "claude" for word in words)]
+    if not runs:
+        return None
+    for words in runs:
+        at = next(index for index, word in enumerate(words) if os.path.basename(word) == "claude")
+        before, after = words[:at], words[at + 1:]
+        if any(word.startswith(_CLAUDE_SETTINGS_OPTIONS) for word in after):
+            return " ".join(words)
+        if "env" in (os.path.basename(word) for word in before) and any(
+                word.startswith(("-i", "-u", "--ignore-environment", "--unset")) or word == "-"
+                for word in before):
+            return " ".join(words)
+    for words in parts:
+        exporting = words[:1] in (["export"], ["declare"], ["typeset"], ["unset"], ["env"], ["local"])
+        for word in words:
+            if ("=" in word or exporting) and _changes_claude_env(word):
+                return " ".join(runs[0])
+    return None
 
 
 # A line is read with the model only when it may concern CEMS: one of these, quotes aside, is in it.

@@ -183,3 +183,53 @@ def test_cli_commands_that_take_rules_away_are_the_users(home, command):
 ])
 def test_other_cli_commands_pass(home, command):
     assert blocked("Bash", {"command": command}) is None
+
+
+@pytest.mark.parametrize("command", [
+    "claude --settings '{\"hooks\": {}}' -p 'clean up'",
+    "claude --settings=/tmp/s.json -p 'clean up'",
+    "claude --setting-sources project -p 'clean up'",
+    "HOME=/tmp/empty claude -p 'clean up'",
+    "CLAUDE_CONFIG_DIR=/tmp/c claude -p hi",
+    "CEMS_DISABLE=1 claude -p hi",
+    "CEMS_HOME=/tmp/empty claude -p hi",
+    "env -i claude -p hi",
+    "env -u HOME claude -p hi",
+    "export HOME=/tmp/x; claude -p hi",
+    "unset HOME && claude -p hi",
+    "echo '{\"disableAllHooks\": true}' > /tmp/s.json",
+    "printf '%s' '{\"disable''AllHooks\":true}' > .claude/x",
+])
+def test_claude_without_cems_hooks_is_the_users(home, command):
+    """A nested Claude Code with other settings, another home or CEMS's variables changed runs without the
+    user's hooks: the agent's way around every rule."""
+    assert blocked("Bash", {"command": command}) == CLI
+
+
+@pytest.mark.parametrize("command", [
+    "tar -xf /tmp/x.tar -C ~/.local/share",
+    "tar --extract --file=/tmp/x.tar --directory=$HOME/.local",
+    "cd ~ && tar xzf /tmp/x.tgz",
+    "unzip -o /tmp/x.zip -d ~/.claude",
+    "cp -r /tmp/evil .claude",
+    "mkdir -p .claude && cp /tmp/s.json .claude/",
+    "mv /tmp/evil-settings .claude",
+    "cp -t .claude /tmp/settings.json",
+    "cd ~/.local; cd share; cd cems; rm config.toml",
+])
+def test_unpacking_above_and_copying_into_claude_folders_is_blocked(home, command):
+    assert blocked("Bash", {"command": command}) == FILES
+
+
+@pytest.mark.parametrize("command", [
+    "claude -p 'summarise the diff'",
+    "claude mcp list",
+    "tar -xf dist.tar -C build/",
+    "tar -tf /tmp/x.tar -C ~",
+    "tar -czf /tmp/home.tgz -C ~ notes",
+    "unzip -l /tmp/x.zip",
+    "cp .claude/commands/x.md /tmp/",
+    "HOME=/tmp/h pytest -q",
+])
+def test_ordinary_claude_tar_and_copies_pass(home, command):
+    assert blocked("Bash", {"command": command}) is None
