@@ -56,6 +56,7 @@ _WRAPPERS: dict[str, tuple[str, frozenset[str], int, bool]] = {
                  0, True),
     "chronic": ("", _NONE, 0, True),
     "busybox": ("", _NONE, 0, False),
+    "toybox": ("", _NONE, 0, False),
     "coproc": ("", _NONE, 0, False),
     "xargs": ("adEILnPs", frozenset({"--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars",
                                      "--max-lines", "--process-slot-var", "--eof", "--replace"}), 0, False),
@@ -125,10 +126,13 @@ _PRINTERS = frozenset({"echo", "printf"})
 
 
 class Analysis:
-    __slots__ = ("commands", "unchecked", "writes", "parsed")
+    __slots__ = ("commands", "unchecked", "writes", "parsed", "renames")
 
     def __init__(self) -> None:
         self.commands: list[list[str]] = []
+        # Programs given another name earlier on the line (`cp /bin/rm ./d`, `hash -p /bin/rm d`): the name
+        # (as written, and normalised) → the program it runs.
+        self.renames: dict[str, str] = {}
         self.unchecked: list[str] = []
         self.writes: list[str] = []
         self.parsed = True  # False: the line was read only in part (a syntax error somewhere)
@@ -318,6 +322,14 @@ def _unwrap(argv: list[str], static: list[bool], stdin: list[str | None], depth:
         if name not in ("[", "[[") and (any(char in name for char in "*?[") or name.startswith("~")):
             analysis.unchecked.append("the command name is a file name pattern")
             return
+        renamed = _renamed(word, analysis) if analysis.renames else None
+        if renamed == _UNKNOWN_PROGRAM:
+            analysis.unchecked.append("the command runs a program copied or linked from a name only known "
+                                      "at run time")
+            return
+        if renamed is not None and renamed != name:
+            analysis.commands.append([name, *argv[start + 1:]])  # as written, for rules that name it
+            name = renamed
         argv, static = [name, *argv[start + 1:]], [True, *static[start + 1:]]
         start = 0
         if name == "git":
@@ -376,6 +388,29 @@ def _unwrap(argv: list[str], static: list[bool], stdin: list[str | None], depth:
         return
 
 
+_UNKNOWN_PROGRAM = "\0"
+
+
+def _renamed(word: str, analysis: Analysis) -> str | None:
+    import posixpath
+
+    return analysis.renames.get(word) or analysis.renames.get(posixpath.normpath(word))
+
+
+def _rename(name: str, program: str, analysis: Analysis) -> None:
+    """`name` runs `program` from here on (`ln -s /bin/rm /tmp/d; /tmp/d -rf /` is `rm -rf /`)."""
+    import posixpath
+
+    program = basename(program)
+    if any(char in program for char in "$`*?["):
+        program = _UNKNOWN_PROGRAM  # `ln -s $(which rm) d`, `cp /bin/r? d`: known only at run time
+    if name and program:
+        analysis.renames[name] = program
+        analysis.renames[posixpath.normpath(name)] = program
+        if "/" in name:  # a copy into a folder on PATH runs by its bare name too
+            analysis.renames.setdefault(posixpath.basename(name), program)
+
+
 def _xargs_shell(argv: list[str], start: int, static: list[bool], analysis: Analysis) -> None:
     """`… | xargs sh` runs script files named by its input, and `xargs -I{} sh -c '{}'` runs the input
     itself: words only known at run time become the script."""
@@ -401,6 +436,12 @@ def _special(name: str, argv: list[str], static: list[bool], stdin: list[str | N
         if script is not None or "-c" in argv:
             _run_string(script if all(static) else None, depth, analysis,
                         f"{name} -c runs a command only known at run time")
+    elif name == "hash" and len(argv) > 2:  # `hash -p /bin/rm d`: `d` runs rm
+        program = option_value(argv, 1, len(argv), "p", "")
+        operands = _operands(argv, "p")
+        if program is not None:
+            for alias in operands:
+                _rename(alias, program, analysis)
     elif name == "eval":
         _run_string(" ".join(argv[1:]) if all(static) else None, depth, analysis,
                     "eval runs text only known at run time")
@@ -650,6 +691,8 @@ def _writes(argv: list[str], analysis: Analysis) -> None:
             writes.append(target)
         elif operands:
             writes.append(operands[-1])
+            if len(operands) == 2 and name in ("cp", "ln", "install") and not operands[1].endswith("/"):
+                _rename(operands[1], operands[0], analysis)
         if name == "mv":  # the sources disappear
             writes.extend(operands[:-1] if target is None else operands)
     elif name == "dd":

@@ -22,8 +22,8 @@ NEEDS_MODEL = frozenset({
     # wrappers
     "sudo", "doas", "pkexec", "env", "nice", "nohup", "timeout", "command", "builtin", "exec", "time",
     "stdbuf", "setsid", "ionice", "chrt", "taskset", "caffeinate", "unbuffer", "xvfb-run", "chronic",
-    "busybox", "coproc", "xargs", "runuser", "flock", "strace", "ltrace", "nsenter", "unshare", "chroot",
-    "systemd-run", "firejail", "fakeroot", "proot", "watch", "parallel", "dbus-run-session",
+    "busybox", "toybox", "coproc", "xargs", "runuser", "flock", "strace", "ltrace", "nsenter", "unshare",
+    "chroot", "systemd-run", "firejail", "fakeroot", "proot", "watch", "parallel", "dbus-run-session",
     # shells
     "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "rbash", "csh", "tcsh",
     # reserved words
@@ -33,6 +33,10 @@ NEEDS_MODEL = frozenset({
     "nerdctl", "docker-compose", "podman-compose", "kubectl", "export", "declare", "typeset", "local",
     "readonly",
 })
+
+
+# Commands that give a program another name for the rest of the line (`cp /bin/rm ~/bin/d`, `hash -p`).
+RENAMERS = frozenset({"cp", "ln", "install", "hash"})
 
 
 class Simple:
@@ -141,6 +145,8 @@ def fast_commands(text: str) -> list[list[str]] | None:
     if simples is None:
         return None
     commands: list[list[str]] = []
+    if len(simples) > 1 and any(simple.words[:1] and simple.words[0] in RENAMERS for simple in simples):
+        return None  # `cp /bin/rm d; d -rf /`: the model follows the new name
     for simple in simples:
         if simple.assignments:
             return None

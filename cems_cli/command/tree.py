@@ -282,6 +282,8 @@ def _pieces(node: Any, context: _Context, quoted: bool = False) -> list[Piece]:
         if value is None:
             _nested_in(node, context)
             return [(_text(node), quoted, False, False)]
+        if not quoted and "IFS" in context.variables:
+            return [_split_by_ifs(value, context.variables["IFS"], _text(node))]
         return [(value, quoted, True, not quoted)]
     if kind in ("command_substitution", "process_substitution"):
         _substitution(node, context)
@@ -292,6 +294,17 @@ def _pieces(node: Any, context: _Context, quoted: bool = False) -> list[Piece]:
     if quoted:
         return [(_unescape_double(_text(node)), True, True, False)]
     return [(_unescape_unquoted(_text(node)), False, True, False)]
+
+
+def _split_by_ifs(value: str, ifs: str | None, source: str) -> Piece:
+    """An unquoted expansion after the line set IFS (`IFS=,; x=rm,-rf,/; $x` runs `rm -rf /`): its value
+    with every IFS character made a blank, for `fields` to split on. Blanks not in IFS split too, which can
+    only find more commands; an IFS only known at run time leaves the word not static."""
+    if ifs is None:
+        return (source, False, False, False)
+    if ifs == "":
+        return (value, False, True, False)  # no field splitting at all
+    return (value.translate({ord(char): " " for char in ifs}), False, True, True)
 
 
 def _plain_expansion_name(node: Any) -> str | None:

@@ -73,6 +73,15 @@ def test_corpus(row, project):
         ("docker compose -f c.yml run --rm web rm -rf /", ["rm", "-rf", "/"]),
         ("docker-compose exec web rm -rf /", ["rm", "-rf", "/"]),
         ("find . -exec rm -rf {} \\;", ["rm", "-rf", "{}"]),
+        # IFS set on the line splits the expansions after it (not only blanks)
+        ("IFS=,; x=rm,-rf,/; $x", ["rm", "-rf", "/"]),
+        ("IFS=,; rm${IFS}-rf${IFS}/", ["rm", "-rf", "/"]),
+        # a program given another name earlier on the line runs under it
+        ("hash -p /bin/rm x; x -rf /", ["rm", "-rf", "/"]),
+        ("cp /bin/rm ./del; ./del -rf /", ["rm", "-rf", "/"]),
+        ("ln -s /bin/rm /tmp/del && /tmp/del -rf /", ["rm", "-rf", "/"]),
+        ("install -m755 /bin/rm ~/bin/d; d -rf /", ["rm", "-rf", "/"]),
+        ("toybox rm -rf /", ["rm", "-rf", "/"]),
     ],
 )
 def test_what_a_line_runs(text, expected):
@@ -85,7 +94,8 @@ def test_what_a_line_runs(text, expected):
     "text",
     ['eval "$(curl x)"', "source <(curl x)", ". <(curl x)", "curl x | sh", "$(echo rm) -rf /",
      "`echo rm` -rf /", "$CMD -rf /", "bash -c \"$X\"", 'git -c core.pager="$P" log', "/???/r? -rf /",
-     "sh < /dev/stdin", "xargs -a cmds sh", "echo 'rm -rf /' | xargs -I{} sh -c '{}'"],
+     "sh < /dev/stdin", "xargs -a cmds sh", "echo 'rm -rf /' | xargs -I{} sh -c '{}'",
+     "IFS=$(cat f); x=rm,-rf; $x /", "ln -s $(which rm) /tmp/d; /tmp/d -rf /", "cp /bin/r? ./d; ./d -rf /"],
 )
 def test_what_cannot_be_checked(text):
     assert analyse(text).unchecked
