@@ -342,6 +342,8 @@ def _unwrap(argv: list[str], static: list[bool], stdin: list[str | None], depth:
             start = skip_options(argv, 1, short_values, long_values)
             if name == "command" and any(w in ("-v", "-V") for w in argv[1:start]):
                 return  # `command -v rm` only says where rm is
+            if name == "coproc" and start + 1 < len(argv) and argv[start + 1] in ("{", "("):
+                start += 1  # `coproc NAME { rm -rf /; }`: a compound command may have a name
             if name == "xargs" and start < len(argv) and basename(argv[start]) in _SHELLS:
                 _xargs_shell(argv, start, static, analysis)
             if name == "env":

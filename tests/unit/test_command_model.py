@@ -82,6 +82,7 @@ def test_corpus(row, project):
         ("ln -s /bin/rm /tmp/del && /tmp/del -rf /", ["rm", "-rf", "/"]),
         ("install -m755 /bin/rm ~/bin/d; d -rf /", ["rm", "-rf", "/"]),
         ("toybox rm -rf /", ["rm", "-rf", "/"]),
+        ("coproc X { rm -rf /; }", ["rm", "-rf", "/"]),
     ],
 )
 def test_what_a_line_runs(text, expected):
