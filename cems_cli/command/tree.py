@@ -448,19 +448,41 @@ def _redirect(node: Any, context: _Context, simple: Simple) -> None:
                     _nested_in(child, context)
                 simple.stdin.append(_text(child) if quoted_delimiter or not expands else None)
         return
-    destination = node.child_by_field_name("destination")
-    if destination is None:
-        named = [c for c in node.children if c.is_named and c.type != "file_descriptor"]
-        destination = named[-1] if named else None
-    if destination is None:
+    named = [c for c in node.children if c.is_named and c.type != "file_descriptor"]
+    if not named:
         return
-    words = fields(_pieces(destination, context))
+    # The destination may come in adjacent nodes (`> ~/$d/$e/f` is split by the grammar): one word.
+    pieces = _pieces(named[0], context)
+    last_end = named[0].end_byte
+    for child in named[1:]:
+        if child.start_byte != last_end:
+            break
+        _glue(pieces, _pieces(child, context), context)
+        last_end = child.end_byte
+    words = fields(pieces)
     target = words[0][0] if len(words) == 1 and words[0][1] else None
     if operator in (">&", "<&") and target is not None and (target.isdigit() or target == "-"):
         return  # `2>&1`: a descriptor, not a file
     if operator == "<" and target is not None:
         simple.stdin.append(None)
     simple.redirects.append((operator, target))
+
+
+def _glue(previous: list[Piece], pieces: list[Piece], context: _Context) -> None:
+    """Append the pieces of a node adjacent to the previous one: one word to the shell. The grammar splits
+    `rm$IFS-rf$IFS/` and `~/$d/$e/f` after a lone `$`: that `$` and the name that follows are one
+    expansion again."""
+    if previous and previous[-1][0].endswith("$") and not previous[-1][1] and pieces and not pieces[0][1]:
+        head = pieces[0][0]
+        length = next((i for i, c in enumerate(head) if not (c.isalnum() or c == "_")), len(head))
+        if length and not head[0].isdigit():
+            value = _variable(head[:length], context)
+            text = previous[-1][0][:-1]
+            previous[-1] = (text, False, True, False)
+            expanded: Piece = (value, False, True, True) if value is not None else (
+                "$" + head[:length], False, False, False)
+            pieces = [expanded, (head[length:], False, True, False), *pieces[1:]]
+    previous.extend(pieces)
 
 
 def _command(node: Any, context: _Context, redirects: list[Any], pipe: int, prefix: str = "") -> Simple:
@@ -480,21 +502,7 @@ def _command(node: Any, context: _Context, redirects: list[Any], pipe: int, pref
             if not word_pieces and prefix:
                 pieces = [(prefix, False, True, False), *pieces]
             if word_pieces and child.start_byte == last_end:
-                # Adjacent nodes are one word to the shell. The grammar splits `rm$IFS-rf$IFS/` after a
-                # lone `$`: that `$` and the name that follows are one expansion again.
-                previous = word_pieces[-1]
-                if previous and previous[-1][0].endswith("$") and not previous[-1][1] and pieces \
-                        and not pieces[0][1]:
-                    head = pieces[0][0]
-                    length = next((i for i, c in enumerate(head) if not (c.isalnum() or c == "_")), len(head))
-                    if length and not head[0].isdigit():
-                        value = _variable(head[:length], context)
-                        text = previous[-1][0][:-1]
-                        previous[-1] = (text, False, True, False)
-                        expanded: Piece = (value, False, True, True) if value is not None else (
-                            "$" + head[:length], False, False, False)
-                        pieces = [expanded, (head[length:], False, True, False), *pieces[1:]]
-                previous.extend(pieces)
+                _glue(word_pieces[-1], pieces, context)
             else:
                 word_pieces.append(pieces)
             last_end = child.end_byte

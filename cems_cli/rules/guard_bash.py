@@ -165,6 +165,11 @@ def _holds_protected(operand: str, protected: list[str]) -> bool:
     return False
 
 
+def _inside_protected(path: str, protected: list[str]) -> bool:
+    """`path` (absolute, normalised) is a file or folder within a protected folder."""
+    return any(path.startswith(root.rstrip(os.sep) + os.sep) for root in protected)
+
+
 def _destroys(command: str, cwd: str | None, protected: list[str]) -> bool:
     """A command that removes, moves or re-owns a protected path or a folder above one, following `cd`."""
     current = cwd if cwd and os.path.isabs(cwd) else os.getcwd()
@@ -196,8 +201,7 @@ def _destroys(command: str, cwd: str | None, protected: list[str]) -> bool:
             resolved = _resolve(word, current)
             # Inside a protected folder too: after `cd ~/.local; cd share; cd cems`, `rm config.toml`
             # names no protected path in its text.
-            if _holds_protected(resolved, protected) or any(
-                    resolved.startswith(root.rstrip(os.sep) + os.sep) for root in protected):
+            if _holds_protected(resolved, protected) or _inside_protected(resolved, protected):
                 return True
     return False
 
@@ -352,7 +356,8 @@ def _model_check(command: str, plain: str, cwd: str | None, protected: list[str]
     base = cwd if cwd and os.path.isabs(cwd) else os.getcwd()
     for target in analysis.writes:
         resolved = _resolve(target, base)
-        if _holds_protected(resolved, protected) or _is_settings_file(resolved):
+        if _holds_protected(resolved, protected) or _inside_protected(resolved, protected) or (
+                _is_settings_file(resolved)):
             return "files", target
     return None
 

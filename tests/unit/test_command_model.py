@@ -137,7 +137,9 @@ def test_the_hook_answers_ask_and_says_why():
     [("echo x > a 2>&1", ["a"]), ("tee -a a b", ["a", "b"]), ("sed -i s/a/b/ f", ["f"]),
      ("sed -i -e s/a/b/ f g", ["f", "g"]), ("cp a b c/", ["c/"]), ("mv a b", ["b", "a"]),
      ("dd if=a of=b", ["b"]), ("cat <<EOF > f\nx\nEOF", ["f"]), ("{ a; b; } > f", ["f"]),
-     ("cp -t d a", ["d"]), ("tee -- -a", ["-a"]), ("sed -e s/a/b/ -i f", ["f"])],
+     ("cp -t d a", ["d"]), ("tee -- -a", ["-a"]), ("sed -e s/a/b/ -i f", ["f"]),
+     # the grammar splits this destination in two nodes after `/$`: still one file
+     ("d=x; e=y; echo x > ~/$d/$e/f.toml", ["~/x/y/f.toml"])],
 )
 def test_writes(text, writes):
     assert analyse(text).writes == writes

@@ -233,3 +233,14 @@ def test_unpacking_above_and_copying_into_claude_folders_is_blocked(home, comman
 ])
 def test_ordinary_claude_tar_and_copies_pass(home, command):
     assert blocked("Bash", {"command": command}) is None
+
+
+@pytest.mark.parametrize("command", [
+    "d=.local/share; e=cems; cp /tmp/x ~/$d/$e/config.toml",
+    "d=.local/share; e=cems; echo x > ~/$d/$e/config.toml",
+    "e=ems; echo x > ~/.local/share/c$e/rules.snapshot.json.sha256",
+    "e=ems; rm ~/.local/share/c$e/pg/PG_VERSION",
+])
+def test_writes_the_model_finds_inside_cems_home_are_blocked(home, command):
+    """Spelt with variables, the path is not in the text; the command model still finds the file written."""
+    assert blocked("Bash", {"command": command}) == FILES
