@@ -6,8 +6,9 @@ could switch both off. So, before any rule of the snapshot is read, this guard b
 
 - Write, Edit, MultiEdit and NotebookEdit (and MCP tools whose name says they write, move or delete) on a
   protected path: CEMS's home, `.claude/settings.json` and `.claude/settings.local.json` (the user's and any
-  project's), `~/.claude.json` (MCP servers), Claude Code's plugin folder, and an installed CEMS (its package
-  and `cems-hook`). Reading them is fine.
+  project's), `~/.claude.json` (MCP servers), Claude Code's plugin folder, and an installed CEMS (the
+  site-packages folder it runs from, where a `.pth` file would run in every hook, and `cems-hook`).
+  Reading them is fine.
 - Bash commands that name a protected path and do more than read it (`cems_cli.rules.guard_bash`), and the
   CLI commands that take rules or hooks away (`cems rule rm`, `cems hooks uninstall`, …): those are the
   user's to run, in a terminal.
@@ -88,13 +89,24 @@ def protected_paths() -> list[str]:
         paths.extend(os.path.join(folder, name) for name in _SETTINGS_NAMES)
         paths.append(os.path.join(folder, ".claude.json"))
         paths.append(os.path.join(folder, "plugins"))
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if "site-packages" in package or "dist-packages" in package:  # not a source checkout someone works on
-        paths.append(package)
+    paths.extend(installed_paths(os.path.abspath(__file__)))
     script = sys.argv[0] if sys.argv else ""
     if os.path.basename(script) == "cems-hook":
         paths.append(os.path.abspath(script))
     return [os.path.normpath(path) for path in paths]
+
+
+def installed_paths(module_file: str) -> list[str]:
+    """What an installed CEMS runs from, given this module's file: the whole site-packages folder holding
+    `cems_cli`, not the package alone. A `.pth` file or `sitecustomize.py` there runs at the start of every
+    hook process (`import os; …` in `x.pth`), and so could rewrite the guard before it checks anything;
+    so could a replaced dependency of the hook (tree-sitter's binding). Nothing for a source checkout,
+    which someone works on."""
+    package = os.path.dirname(os.path.dirname(module_file))
+    site = os.path.dirname(package)
+    if os.path.basename(site) in ("site-packages", "dist-packages"):
+        return [site]
+    return []
 
 
 def _within(path: str, root: str) -> bool:

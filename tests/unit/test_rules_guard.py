@@ -244,3 +244,17 @@ def test_ordinary_claude_tar_and_copies_pass(home, command):
 def test_writes_the_model_finds_inside_cems_home_are_blocked(home, command):
     """Spelt with variables, the path is not in the text; the command model still finds the file written."""
     assert blocked("Bash", {"command": command}) == FILES
+
+
+def test_an_installed_cems_protects_its_whole_site_packages(home, monkeypatch):
+    """A `.pth` file or `sitecustomize.py` beside the package runs inside every hook process."""
+    from cems_cli.rules import guard
+
+    site = "/opt/cems/lib/python3.11/site-packages"
+    assert guard.installed_paths(site + "/cems_cli/rules/guard.py") == [site]
+    assert guard.installed_paths("/src/cems/cems_cli/rules/guard.py") == []
+    monkeypatch.setattr(guard, "installed_paths", lambda module_file: [site])
+    for path in (site + "/evil.pth", site + "/sitecustomize.py", site + "/tree_sitter/_binding.so"):
+        assert blocked("Write", {"file_path": path}) == FILES
+    assert blocked("Bash", {"command": f"echo 'import os' > {site}/zz.pth"}) == FILES
+    assert blocked("Bash", {"command": f"ls {site}"}) is None
