@@ -326,7 +326,8 @@ REDACTION_KINDS = frozenset(
     "stripe_key slack_token google_api_key jwt slack_webhook discord_webhook api_key cookie gitlab_token "
     "huggingface_token npm_token sendgrid_key vault_token databricks_token shopify_token pypi_token "
     "digitalocean_token google_oauth_token google_client_secret grafana_token linear_key notion_token "
-    "atlassian_token postman_key twilio_key mailgun_key age_secret_key telegram_bot_token signature".split()
+    "atlassian_token postman_key twilio_key mailgun_key age_secret_key telegram_bot_token signature "
+    "secret".split()
 )
 
 
@@ -396,10 +397,10 @@ def _bot_token_colon(text: str) -> bool:
 
 
 def _names_a_value(lowered: str) -> bool:
-    """A secret-ish word, then key characters, a quote, blanks and `:` or `=`: every assignment and header
-    redaction recognises looks so (`DB_PASSWORD=`, `"api_key": `, `Authorization:`). Pytest's `PASSED` and
-    prose do not, which spares most outputs the import. Slices and `lstrip` keep each occurrence's check
-    short and in C."""
+    """A secret-ish word, then key characters, a quote, blanks and `:`, `=` or `>`: every assignment, header
+    and markup element redaction recognises looks so (`DB_PASSWORD=`, `"api_key": `, `Authorization:`,
+    `<password>`). Pytest's `PASSED` and prose do not, which spares most outputs the import. Slices and
+    `lstrip` keep each occurrence's check short and in C."""
     for name in _NAME_TRIGGERS:
         found = lowered.find(name)
         while found >= 0:
@@ -409,7 +410,7 @@ def _names_a_value(lowered: str) -> bool:
             if len(window) - len(rest) <= _KEY_TAIL:
                 if rest[:1] and rest[0] in _QUOTES:
                     rest = rest[1:]
-                if rest.lstrip(" \t")[:1] in ("=", ":"):
+                if rest.lstrip(" \t")[:1] in ("=", ":", ">"):  # `>`: `<password>…</password>`
                     return True
             found = lowered.find(name, after)
     return False

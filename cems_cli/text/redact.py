@@ -13,7 +13,9 @@ Secrets are recognised three ways:
   `openssl enc -k X`, `htpasswd -b f user X`, `zip -P X`, `7z -pX`, `smbclient -U user%X`), what is piped to
   `sudo -S`, `.netrc` entries (`machine h login u password X`) and prose ("my password is X");
 * by the name they are assigned to (`DB_PASSWORD=…`, `"api_key": "…"`, `AccountKey=…`, `API_KEY = a1b2c3d4`,
-  with no-break spaces around the `=` too, `client_secret: q8Xz…` after other text on its line).
+  with no-break spaces around the `=` too, `client_secret: q8Xz…` after other text on its line), or the
+  markup or declaration holding them (`<password>…</password>`, `<add key="DbPassword" value="…"/>`,
+  `const apiKey: string = "…"`).
 The last two ways are where false positives live, so they keep the name, redact only the value, and leave
 values that are plainly code or references alone: `password = get_password()`, `token: str`,
 `API_KEY=${API_KEY}`, `secret = settings.secret`, `Authorization: Bearer $TOKEN`, `{"x-api-key": apiKey}`.
@@ -567,6 +569,44 @@ def _replace_cookie(match: re.Match[str]) -> str:
     return match.group(0) if redacted == value else _splice(match, "value", redacted, end)
 
 
+# Secrets held by markup and typed declarations, which the `key = value` scan below reads as something
+# else: `<password>hunter2</password>` and .NET's `<add key="DbPassword" value="…"/>` (no `=`/`:` right after
+# the name), and TypeScript's `const apiKey: string = "…"` (whose `: string` is a type, not a value). Starts
+# only at `<`, at `key=` or at the start of a name (bounded), and the value loops are possessive: linear.
+_SECRET_WORD = (r"[A-Za-z0-9_.:\-]{0,40}?(?:password|passwd|passphrase|secret|token|api[_\-]?key|"
+                r"access[_\-]?key|private[_\-]?key|client[_\-]?secret|credentials?)")
+_SECRET_NAME = _SECRET_WORD + r"[A-Za-z0-9_\-]{0,20}"
+_XML_SECRET = re.compile(
+    r"<(?P<key>" + _SECRET_WORD + r")>(?P<secret>[^<\s][^<\n]{0,512}+)</(?P=key)>",
+    _FOLDED,
+)
+_XML_KEY_VALUE = re.compile(
+    r"\bkey=\"(?P<key>" + _SECRET_NAME + r")\"[ \t]{1,16}+value=\"(?P<secret>[^\"\n]{1,512}+)\"",
+    _FOLDED,
+)
+_TYPED_ASSIGNMENT = re.compile(
+    # the look-behind covers every character a name is made of: a run of them is scanned from its start only
+    r"(?<![A-Za-z0-9_.:$\-])(?P<key>" + _SECRET_NAME + r")"
+    r"[ \t]{0,8}+:[ \t]{0,8}+(?:string|str|String)[ \t]{0,8}+=[ \t]{0,8}+"
+    r"(?P<q>[\"'`])(?P<secret>[^\"'`\n]{1,512}+)(?P=q)",
+    _FOLDED,
+)
+
+# Gates: one of these is in every match (the names above all hold one of the words; a tag ends with one).
+_NAME_WORDS = ("password", "passwd", "passphrase", "secret", "token", "key", "credential")
+_XML_GATES = tuple(word + ">" for word in (*_NAME_WORDS, "credentials"))
+
+
+def _replace_named_secret(match: re.Match[str]) -> str:
+    """The value of a markup or typed secret, once its name is one (`<tokenizer>` is not)."""
+    if not _key_is_sensitive(match.group("key").rpartition(":")[2]):  # `<db:Password>`: the name after `:`
+        return match.group(0)
+    return _REPLACE_SECRET(match)
+
+
+_REPLACE_SECRET = _replace_secret_group("secret")
+
+
 _SHAPE_RULES: list[_Shape] = [
     # Whole blocks, pairs and URLs first, so the tokens inside them are redacted as part of them.
     _Shape("private_key", ["PRIVATE KEY"], _PRIVATE_KEY),
@@ -597,6 +637,9 @@ _SHAPE_RULES: list[_Shape] = [
     _Shape("password", _COMMAND_GATES, _COMMAND, _replace_command),
     _Shape("password", _RARE_COMMAND_GATES, _RARE_COMMAND, _replace_command),
     _Shape("password", ["machine", "default"], _NETRC, _replace_plain_secret("password")),
+    _Shape("secret", _XML_GATES, _XML_SECRET, _replace_named_secret),
+    _Shape("secret", ['key="'], _XML_KEY_VALUE, _replace_named_secret),
+    _Shape("secret", _NAME_WORDS, _TYPED_ASSIGNMENT, _replace_named_secret),
     _Shape("password", ["sudo"], _SUDO_STDIN, _replace_sudo_stdin),
     _Shape("password", ["passw", "passphrase", "passcode"], _SAID_PASSWORD, _replace_said_password),
     _Shape("bearer", ["authorization"], _AUTHORIZATION, _replace_authorization),

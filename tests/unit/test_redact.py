@@ -403,3 +403,22 @@ def test_large_inputs_stay_linear():
     assert redact_secrets(code) == code
     assert redact_secrets("password" * 100_000) == "password" * 100_000
     assert time.perf_counter() - started < 5.0
+
+
+@pytest.mark.parametrize(("text", "redacted"), [
+    ("<password>S3cr3t!pass</password>", "<password>[REDACTED:secret]</password>"),
+    ("<db:Password>x1y2z3w4</db:Password>", "<db:Password>[REDACTED:secret]</db:Password>"),
+    ('<add key="DbPassword" value="S3cr3t!pass"/>', '<add key="DbPassword" value="[REDACTED:secret]"/>'),
+    ('const apiKey: string = "abcd1234efgh5678ijkl";', 'const apiKey: string = "[REDACTED:secret]";'),
+    ("password: str = 'hunter2x'", "password: str = '[REDACTED:secret]'"),
+])
+def test_secrets_in_markup_and_typed_declarations(text, redacted):
+    assert redact_secrets(text) == redacted
+
+
+@pytest.mark.parametrize("text", [
+    "<tokenizer>bpe</tokenizer>", "<token>${TOKEN}</token>", '<add key="TokenUrl" value="https://x"/>',
+    "let token: string = process.env.TOKEN", "<keyboard>us</keyboard>",
+])
+def test_markup_that_holds_no_secret_stays(text):
+    assert redact_secrets(text) == text

@@ -180,6 +180,15 @@ TARGETED = {
         "yaml-indent": fill("-") + "token: abc",
         "camel-keys": fill("apiKeyToken="),
     },
+    "markup": {
+        "open-tags": fill("<password>"),
+        "unclosed-values": fill("<password>a"),
+        "long-tag-names": fill("<" + "a" * 60 + "token"),
+        "key-values": fill('key="password" value="'),
+        "typed": fill("apiKey: string = "),
+        "typed-unclosed": fill('token: str = "a'),
+        "secret-words": fill("secrettokenpassword"),
+    },
 }
 
 # The provider tokens added with the second round of kinds: two families of their own, so that each family's
@@ -229,6 +238,7 @@ SCANNERS: dict[str, list[re.Pattern[str]]] = {
     "flag": [redact._FLAG],
     "gates": [shape.gate for shape in redact._SHAPE_RULES if shape.gate],
     "assignment": [redact._ASSIGNMENT, redact._CAMEL, redact._SENSITIVE_KEY],
+    "markup": [redact._XML_SECRET, redact._XML_KEY_VALUE, redact._TYPED_ASSIGNMENT],
 }
 ANCHORED = [
     redact._IDENTIFIER, redact._TYPE_NAME, redact._SCHEME, redact._CREDENTIAL, redact._AUTH_PARAM,

@@ -12,7 +12,7 @@ from cems_cli.text import redact
 
 # Gates that are secret-ish names: the shapes behind them need a `:` or `=` after the name (a header, an
 # assignment), which is how the shortcut sees them (a name trigger and a separator).
-NAME_GATES = {"authorization", "key", "token", "secret"}
+NAME_GATES = {"authorization", "key", "token", "secret", "password", "passwd", "passphrase", "credential"}
 
 
 def _gates() -> list[tuple[str, str]]:
@@ -73,6 +73,8 @@ SECRETS = [
     "Set-Cookie: sid=31d4d96e407aad42; Path=/",
     "curl -b 'sid=31d4d96e' https://x",
     "API_KEY = abcd1234efgh5678",
+    "<password>Hunter2pw</password>",
+    'const apiKey: string = "Ab3dEf6hIj9k";',
     # the second round of kinds
     "vault login hvs." + "CAESIJlWh3Xq0b9Ff2y8Zk4TnV1rA6sD",
     "dapi" + "0123456789abcdefgh0123456789abcd",
