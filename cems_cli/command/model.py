@@ -22,7 +22,7 @@ Imports nothing at module level; `cems_cli.command.tree` (tree-sitter) only for 
 
 from __future__ import annotations
 
-from cems_cli.command.plain import Simple, plain_simples
+from cems_cli.command.plain import INTERPRETERS, SHELL_OUT_MARKERS, Simple, plain_simples
 
 MAX_DEPTH = 6
 
@@ -475,6 +475,8 @@ def _special(name: str, argv: list[str], static: list[bool], stdin: list[str | N
         if script is not None or "-c" in argv:
             _run_string(script if all(static) else None, depth, analysis,
                         f"{name} -c runs a command only known at run time")
+    elif name.rstrip("0123456789.") in INTERPRETERS and len(argv) > 1:
+        _inline_code(name.rstrip("0123456789."), argv, static, depth, analysis)
     elif name == "hash" and len(argv) > 2:  # `hash -p /bin/rm d`: `d` runs rm
         program = option_value(argv, 1, len(argv), "p", "")
         operands = _operands(argv, "p")
@@ -566,6 +568,93 @@ def _parallel(argv: list[str], start: int, depth: int, analysis: Analysis) -> No
                 _run_string(word, depth, analysis, "")
     if separator < len(argv) and argv[separator].startswith("::::"):
         analysis.unchecked.append("parallel reads commands from a file")
+
+
+# Options that take the program text inline, per interpreter (awk: its first operand).
+_INLINE_OPTIONS = {"python": ("-c",), "python2": ("-c",), "python3": ("-c",), "perl": ("-e", "-E"),
+                   "ruby": ("-e",), "node": ("-e", "--eval", "-p", "--print"), "nodejs": ("-e", "--eval"),
+                   "php": ("-r",), "bun": ("-e", "--eval"), "deno": ("eval",)}
+# Calls that run their string argument through a shell (or spawn it as a command line).
+# (`os.system(` is found as `system(`; perl and ruby also call `system "…"` without parentheses.)
+_SHELL_CALLS = ("system(", "system ", "popen(", "subprocess.run(", "subprocess.call(", "check_call(",
+                "check_output(", "getoutput(", "getstatusoutput(", "Popen(", "execSync(", "exec(",
+                "spawnSync(", "spawn(", "shell_exec(", "passthru(", "qx(", "qx{", "%x(", "%x{")
+# Calls that remove a tree, read as `rm -r -f PATH` so `rm -rf*` rules see them.
+_TREE_REMOVALS = ("rmtree(", "rmSync(", "rimraf(", "rimraf.sync(", "remove_dir_all(")
+
+
+def _inline_code(name: str, argv: list[str], static: list[bool], depth: int, analysis: Analysis) -> None:
+    """`python -c 'import os; os.system("rm -rf /")'`, `perl -e 'system "…"'`, `node -e 'execSync("…")'`:
+    the string a shell-out call is given is parsed as commands, and a tree removal reads as `rm -r -f`.
+    Hand-written scan of the code's string literals, no parser per language: code that builds the string
+    (`"r" + "m"`) or passes a variable is only known at run time, and says so."""
+    if name in ("awk", "gawk", "mawk", "nawk"):
+        index = skip_options(argv, 1, "fvF", frozenset())
+        code_at = index if index < len(argv) and "-f" not in argv[1:index] else -1
+    else:
+        options = _INLINE_OPTIONS.get(name, ())
+        code_at = next((i + 1 for i, word in enumerate(argv[1:-1], start=1) if word in options or (
+            word[:1] == "-" and word[1:2] not in ("-", "") and "-" + word[-1] in options)), -1)  # `perl -ne`
+    if code_at < 0 or code_at >= len(argv):
+        return
+    code = argv[code_at]
+    if not any(marker in code for marker in SHELL_OUT_MARKERS):
+        return
+    if not static[code_at]:
+        analysis.unchecked.append(f"{name} runs code only known at run time")
+        return
+    for call in _SHELL_CALLS:
+        _literal_calls(code, call, name, depth, analysis, shell=True)
+    for call in _TREE_REMOVALS:
+        _literal_calls(code, call, name, depth, analysis, shell=False)
+    if name in ("perl", "ruby") and "`" in code:
+        for piece in code.split("`")[1::2]:
+            _run_string(piece, depth, analysis, "")
+
+
+def _literal_calls(code: str, call: str, name: str, depth: int, analysis: Analysis, shell: bool) -> None:
+    at = code.find(call)
+    while at >= 0:
+        if at and (code[at - 1].isalnum() or code[at - 1] == "_") and not call[0].isupper() and \
+                "." not in call[:-1]:
+            at = code.find(call, at + 1)  # `my_system(`: another function
+            continue
+        rest = code[at + len(call):].lstrip()
+        literal = _leading_literal(rest)
+        if literal is None:
+            analysis.unchecked.append(f"{name} runs a command built at run time ({call.rstrip('({')}…)")
+        elif shell:
+            _run_string(literal, depth, analysis, "")
+        else:
+            analysis.commands.append(["rm", "-r", "-f", literal])
+            analysis.writes.append(literal)
+        at = code.find(call, at + 1)
+
+
+def _leading_literal(text: str) -> str | None:
+    """The string literal `text` starts with ('…', "…", or a list of them, joined by blanks), when it is
+    not continued by concatenation or formatting; None otherwise."""
+    if text[:1] == "[":
+        words: list[str] = []
+        rest = text[1:].lstrip()
+        while rest[:1] in ("'", '"'):
+            close = rest.find(rest[0], 1)
+            if close < 0:
+                return None
+            words.append(rest[1:close])
+            rest = rest[close + 1:].lstrip()
+            if rest[:1] == ",":
+                rest = rest[1:].lstrip()
+        return " ".join(words) if rest[:1] == "]" and words else None
+    if text[:1] not in ("'", '"'):
+        return None
+    close = text.find(text[0], 1)
+    if close < 0 or "\\" in text[1:close]:
+        return None
+    after = text[close + 1:].lstrip()
+    if after[:1] in ("+", ".", "%"):  # "r" + "m", "…".format(), "…" % x: built at run time
+        return None
+    return text[1:close]
 
 
 def _container(argv: list[str], static: list[bool], depth: int, analysis: Analysis) -> None:

@@ -35,6 +35,12 @@ NEEDS_MODEL = frozenset({
 })
 
 
+# Interpreters whose inline code (`python -c`, `perl -e`, `node -e`, `awk '…'`) may run a shell command or
+# remove a tree; the model reads a line with one of them only when a word holds one of these calls.
+INTERPRETERS = frozenset({"python", "python3", "python2", "perl", "ruby", "node", "nodejs", "php", "awk",
+                          "gawk", "mawk", "nawk", "bun", "deno"})
+SHELL_OUT_MARKERS = ("system", "popen", "subprocess", "exec", "spawn", "rmtree", "rmSync", "rimraf", "`",
+                     "qx", "shell_exec", "passthru", "os.remove", "unlink", "Popen")
 # Commands that give a program another name for the rest of the line (`cp /bin/rm ~/bin/d`, `hash -p`).
 RENAMERS = frozenset({"cp", "ln", "install", "hash"})
 
@@ -151,6 +157,9 @@ def fast_commands(text: str) -> list[list[str]] | None:
         if simple.assignments:
             return None
         name = simple.words[0]
+        if name.rstrip("0123456789.") in INTERPRETERS and any(
+                marker in word for word in simple.words[1:] for marker in SHELL_OUT_MARKERS):
+            return None  # inline code that may shell out: the model reads it
         if name in NEEDS_MODEL or "/" in name or "=" in name or not name.isprintable() or any(
                 char in name for char in "*?[~"):
             return None

@@ -83,6 +83,16 @@ def test_corpus(row, project):
         ("install -m755 /bin/rm ~/bin/d; d -rf /", ["rm", "-rf", "/"]),
         ("toybox rm -rf /", ["rm", "-rf", "/"]),
         ("coproc X { rm -rf /; }", ["rm", "-rf", "/"]),
+        # inline code of an interpreter: the shell command it runs, a tree it removes
+        ("python3 -c 'import os; os.system(\"rm -rf /\")'", ["rm", "-rf", "/"]),
+        ("python -c 'import shutil; shutil.rmtree(\"/\")'", ["rm", "-r", "-f", "/"]),
+        ("perl -e 'system(\"rm -rf /\")'", ["rm", "-rf", "/"]),
+        ("ruby -e 'system \"rm -rf /\"'", ["rm", "-rf", "/"]),
+        ("node -e 'require(\"child_process\").execSync(\"rm -rf /\")'", ["rm", "-rf", "/"]),
+        ("awk 'BEGIN{system(\"rm -rf /\")}'", ["rm", "-rf", "/"]),
+        ("perl -e 'print `rm -rf /`'", ["rm", "-rf", "/"]),
+        ("python -c 'import subprocess; subprocess.run([\"git\", \"push\", \"--force\"])'",
+         ["git", "push", "--force"]),
         # a script written earlier on the line runs its text
         ("echo 'rm -rf /' > /tmp/x.sh && sh /tmp/x.sh", ["rm", "-rf", "/"]),
         ("cat > x.sh <<'E'\nrm -rf /\nE\nbash x.sh", ["rm", "-rf", "/"]),
@@ -102,14 +112,16 @@ def test_what_a_line_runs(text, expected):
      "`echo rm` -rf /", "$CMD -rf /", "bash -c \"$X\"", 'git -c core.pager="$P" log', "/???/r? -rf /",
      "sh < /dev/stdin", "xargs -a cmds sh", "echo 'rm -rf /' | xargs -I{} sh -c '{}'",
      "IFS=$(cat f); x=rm,-rf; $x /", "curl -s x > i.sh; bash i.sh", "ln -s $(which rm) /tmp/d; /tmp/d -rf /",
-     "cp /bin/r? ./d; ./d -rf /"],
+     "cp /bin/r? ./d; ./d -rf /", "python -c 'import os; os.system(\"r\" + \"m -rf /\")'",
+     "python -c 'import os; os.system(f\"rm -rf {d}\")'"],
 )
 def test_what_cannot_be_checked(text):
     assert analyse(text).unchecked
 
 
 @pytest.mark.parametrize(
-    "text", ["ls", "source .venv/bin/activate", "GIT_PAGER=cat git log", "echo $(date)", "[ -d x ] && ls x",
+    "text", ["python -c 'print(1)'", "perl -ne 'print if /system/' f", "awk '{print $1}' f",
+             "ls", "source .venv/bin/activate", "GIT_PAGER=cat git log", "echo $(date)", "[ -d x ] && ls x",
              "eval echo hi", "bash script.sh", "echo {a,b}"],
 )
 def test_what_can_be_checked(text):
