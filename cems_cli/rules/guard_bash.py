@@ -170,6 +170,10 @@ def _inside_protected(path: str, protected: list[str]) -> bool:
     return any(path.startswith(root.rstrip(os.sep) + os.sep) for root in protected)
 
 
+# Longer than any path the system opens (Linux PATH_MAX): a `cd` chain past it is an attack on the guard.
+_PATH_MAX = 4096
+
+
 def _destroys(command: str, cwd: str | None, protected: list[str]) -> bool:
     """A command that removes, moves or re-owns a protected path or a folder above one, following `cd`."""
     current = cwd if cwd and os.path.isabs(cwd) else os.getcwd()
@@ -182,6 +186,13 @@ def _destroys(command: str, cwd: str | None, protected: list[str]) -> bool:
         if name == "cd":
             operands = [word for word in words[1:] if not word.startswith("-")]
             current = _resolve(operands[0], current) if operands else os.path.expanduser("~")
+            if len(current) > _PATH_MAX:
+                # `cd a; cd a; …` thousands of times: normalising an ever longer path is quadratic (minutes
+                # for a long line, past the hook's timeout, which lets the call run). No real folder is
+                # that deep; what such a line removes afterwards is taken as CEMS's.
+                changers = _DESTROYERS | _UNPACKERS.keys()
+                return any(os.path.basename(rest.split()[0]) in changers
+                           for rest in split_compound(command) if rest.split())
             continue
         if name in _UNPACKERS:
             folder = _unpacks_into(name, words, current)

@@ -258,3 +258,14 @@ def test_an_installed_cems_protects_its_whole_site_packages(home, monkeypatch):
         assert blocked("Write", {"file_path": path}) == FILES
     assert blocked("Bash", {"command": f"echo 'import os' > {site}/zz.pth"}) == FILES
     assert blocked("Bash", {"command": f"ls {site}"}) is None
+
+
+def test_a_long_cd_chain_is_bounded(home):
+    """Following `cd` normalised an ever longer path, quadratic in the line: 150,000 `cd a;` took minutes,
+    past the hook's timeout (after which Claude Code runs the call). Past PATH_MAX a later `rm` is blocked."""
+    import time
+
+    started = time.monotonic()
+    assert blocked("Bash", {"command": "cd a;" * 150_000 + "rm x"}) == FILES
+    assert blocked("Bash", {"command": "cd a;" * 150_000 + "ls x"}) is None
+    assert time.monotonic() - started < 5.0
