@@ -175,8 +175,12 @@ def _analyse_text(text: str, depth: int, analysis: Analysis) -> None:
         analysis.parsed = False
         return
     if not clean:
+        from cems_cli.command.tree import MAX_PARSE_CHARS
+
         analysis.parsed = False
-        analysis.unchecked.append("part of the command line does not parse as Bash")
+        analysis.unchecked.append(
+            f"the command line is longer than the {MAX_PARSE_CHARS // 1024} KiB that are parsed"
+            if len(text) > MAX_PARSE_CHARS else "part of the command line does not parse as Bash")
     for index, simple in enumerate(found):
         _analyse_simple(simple, _producer(found, index), analysis)
 

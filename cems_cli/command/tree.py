@@ -641,7 +641,9 @@ def parse_into(text: str, context: _Context) -> bool:
     for child in root.children:
         if child.is_named:
             _statement(child, context)
-    return not root.has_error
+    # A line cut at MAX_PARSE_CHARS was read only in part: what runs after the cut (`git -c a=b` × 9,000,
+    # then `push -f`) is not among the commands, so the line must not pass as fully checked.
+    return not root.has_error and len(text) <= MAX_PARSE_CHARS
 
 
 def tree_simples(text: str, depth: int = 0) -> tuple[list[Simple], bool]:

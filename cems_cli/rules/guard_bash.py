@@ -63,32 +63,53 @@ _NAME_MARKERS = (".claude/settings.json", ".claude/settings.local.json", "rules.
 def _cli_removal(words: list[str]) -> bool:
     """`cems rule rm …`, `cems uninstall`, `cems hooks uninstall`, `cems plugin uninstall`,
     `claude plugin uninstall cems`
-    (also behind `sudo`, `xargs`, `python -m cems_cli.cli.app`, …)."""
-    for index, word in enumerate(words):
+    (also behind `sudo`, `xargs`, `python -m cems_cli.cli.app`, …).
+
+    Linear in the words: what follows each word is worked out in one backward pass. Looking at the rest of
+    the line again for every `$…` word was quadratic: 8,000 `$(a)` took 9 s, past the hook's timeout."""
+    size = len(words)
+    programs = ("cems", "cems_cli.cli.app", "cems_cli", "claude")
+    candidates = [index for index, word in enumerate(words)
+                  if word.startswith("$") or os.path.basename(word) in programs]
+    if not candidates:
+        return False
+    # next_operand[k]: the first word at k or after that is not an option
+    next_operand: list[str | None] = [None] * (size + 1)
+    for index in range(size - 1, -1, -1):
+        word = words[index]
+        next_operand[index] = next_operand[index + 1] if word.startswith("-") else word
+    rule_rm = _in_order_after(words, next_operand, "rule", ("rm", "remove"))
+    hooks_out = _in_order_after(words, next_operand, "hooks", ("uninstall",))
+    plugin_out = _in_order_after(words, next_operand, "plugin", ("uninstall", "disable"))
+    claude_plugin_out = _in_order_after(words, next_operand, "plugin", ("uninstall", "disable", "remove"))
+    names_cems = [False] * (size + 1)  # names_cems[k]: a word at k or after mentions cems
+    for index in range(size - 1, -1, -1):
+        names_cems[index] = names_cems[index + 1] or "cems" in words[index]
+    for index in candidates:
+        word = words[index]
         name = os.path.basename(word)
-        rest = words[index + 1:]
         # A variable may name the program (`c=cems; $c rule rm …`): it is taken for `cems`.
         if name in ("cems", "cems_cli.cli.app", "cems_cli") or word.startswith("$"):
-            following = [other for other in rest if not other.startswith("-")]
-            if following[:1] == ["uninstall"]:  # `cems uninstall`: hooks, MCP server and plugin all out
+            if next_operand[index + 1] == "uninstall":  # `cems uninstall`: hooks, MCP server, plugin out
                 return True
-            if _in_order(rest, "rule", ("rm", "remove")) or _in_order(rest, "hooks", ("uninstall",)) or (
-                _in_order(rest, "plugin", ("uninstall", "disable"))
-            ):
+            if rule_rm[index] or hooks_out[index] or plugin_out[index]:
                 return True
-        if name == "claude" and _in_order(rest, "plugin", ("uninstall", "disable", "remove")) and any(
-            "cems" in other for other in rest
-        ):
+        if name == "claude" and claude_plugin_out[index] and names_cems[index + 1]:
             return True
     return False
 
 
-def _in_order(words: list[str], first: str, then: tuple[str, ...]) -> bool:
-    """`first`, then (options aside) one of `then` as the next word: `rule rm`, `rule --json rm`."""
-    if first not in words:
-        return False
-    following = [word for word in words[words.index(first) + 1:] if not word.startswith("-")]
-    return bool(following) and following[0] in then
+def _in_order_after(words: list[str], next_operand: list[str | None], first: str,
+                    then: tuple[str, ...]) -> list[bool]:
+    """For each index i: after i, `first`, then (options aside) one of `then` as the next word (`rule rm`,
+    `rule --json rm`), judged at the first `first` after i."""
+    found = [False] * len(words)
+    current = False
+    for index in range(len(words) - 1, -1, -1):
+        found[index] = current
+        if words[index] == first:
+            current = next_operand[index + 1] in then
+    return found
 
 
 def _markers(protected: list[str], cwd: str | None) -> tuple[list[str], list[str]]:

@@ -315,3 +315,13 @@ def test_shape_matching(pattern, argv, expected):
     shape = pattern_shape(pattern)
     assert shape is not None
     assert shape_matches(shape, command_shape(argv)) == expected
+
+
+def test_a_line_past_the_parsed_length_cannot_be_checked():
+    """Only the first 64 KiB are parsed: `git -c a.b=c` × 9,000 hid the `push -f` after them, and the line
+    passed as fully checked. A Bash block rule now asks."""
+    line = "git " + "-c a.b=c " * 9000 + "push -f"
+    analysis = analyse(line)
+    assert analysis.unchecked == ["the command line is longer than the 64 KiB that are parsed"]
+    decision = decide([make_rule("git push --force*", "Bash")], "Bash", {"command": line})
+    assert decision is not None and decision.action == "ask"
