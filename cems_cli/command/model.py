@@ -175,12 +175,16 @@ def _analyse_text(text: str, depth: int, analysis: Analysis) -> None:
         analysis.parsed = False
         return
     if not clean:
-        from cems_cli.command.tree import MAX_PARSE_CHARS
+        from cems_cli.command.tree import MAX_PARSE_CHARS, MAX_PIPES
 
         analysis.parsed = False
-        analysis.unchecked.append(
-            f"the command line is longer than the {MAX_PARSE_CHARS // 1024} KiB that are parsed"
-            if len(text) > MAX_PARSE_CHARS else "part of the command line does not parse as Bash")
+        if len(text) > MAX_PARSE_CHARS:
+            reason = f"the command line is longer than the {MAX_PARSE_CHARS // 1024} KiB that are parsed"
+        elif text.count("|") > MAX_PIPES:
+            reason = f"the command line has more than {MAX_PIPES} pipes, more than are parsed"
+        else:
+            reason = "part of the command line does not parse as Bash"
+        analysis.unchecked.append(reason)
     for index, simple in enumerate(found):
         _analyse_simple(simple, _producer(found, index), analysis)
 

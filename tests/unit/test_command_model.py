@@ -325,3 +325,14 @@ def test_a_line_past_the_parsed_length_cannot_be_checked():
     assert analysis.unchecked == ["the command line is longer than the 64 KiB that are parsed"]
     decision = decide([make_rule("git push --force*", "Bash")], "Bash", {"command": line})
     assert decision is not None and decision.action == "ask"
+
+
+def test_a_very_long_pipeline_is_not_parsed_and_cannot_be_checked():
+    """tree-sitter-bash took 10 s on 16,000 pipeline stages, 50 s on 32,000: past the hook's 5 s timeout,
+    after which Claude Code runs the call."""
+    line = "a|" * 20_000 + "rm -rf /"
+    started = time.monotonic()
+    decision = decide([make_rule("git push --force*", "Bash")], "Bash", {"command": line})
+    assert time.monotonic() - started < 3.0
+    assert decision is not None and decision.action == "ask"
+    assert analyse(line).unchecked == ["the command line has more than 4000 pipes, more than are parsed"]
