@@ -27,7 +27,7 @@ import fcntl
 import os
 import platform
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -111,8 +111,11 @@ class SessionsRun:
 
 def run_sessions(dataset: SessionSet, base: Settings, *, trigger: str = "both", mode: str | None = None,
                  limit_questions: int | None = None, progress: ProgressFactory | None = None,
-                 source: str | None = None) -> SessionsRun:
-    """Capture every session through `trigger`, ask every question through the prompt hook, score."""
+                 source: str | None = None,
+                 probe: Callable[[MemoryService, list[SessionQuestion]], None] | None = None) -> SessionsRun:
+    """Capture every session through `trigger`, ask every question through the prompt hook, score.
+    `probe`: called with the captured store and the questions before they are asked (what
+    bench/confidence_fit.py reads the candidates' evidence from)."""
     if trigger not in TRIGGERS:
         raise ValueError(f"unknown trigger {trigger!r} (expected one of: {', '.join(TRIGGERS)})")
     progress = progress or _no_progress
@@ -141,6 +144,8 @@ def run_sessions(dataset: SessionSet, base: Settings, *, trigger: str = "both", 
                 capture.summaries = build_summaries(service.conn, settings).to_json()
             ingest_seconds = time.perf_counter() - started
             store = _store_stats(service, dataset)
+            if probe is not None:
+                probe(service, questions)
         finally:
             service.close()
         try:
