@@ -47,7 +47,7 @@ def collect(path: Path, as_of: datetime) -> tuple[np.ndarray, np.ndarray, np.nda
                 for question in (q for q in questions if q.corpus_id == corpus_id):
                     gold = set(bench.qrels[question.qid])
                     results = space.service.search(question.question, limit=10, mode="hybrid", explain=True,
-                                                   track_access=False, now=as_of)
+                                                   track_access=False, now=as_of, include_weak=True)
                     for result in results:
                         rows.append(features(result.explain))
                         labels.append(any(doc in gold for doc in space.docs_of.get(result.id, [])))

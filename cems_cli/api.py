@@ -248,12 +248,15 @@ class Memory:
         cwd: str | None = None,
         track_access: bool = True,
         now: datetime | None = None,
+        include_weak: bool = False,
     ) -> list[SearchResult]:
         """The memories that answer `query`, best first (hybrid vector + full text unless `mode` says).
-        `project` filters to one project; results of the current project (from `cwd`) rank higher."""
+        `project` filters to one project; results of the current project (from `cwd`) rank higher. Only
+        results at or above the confidence floor (CEMS_RECALL_MIN_CONFIDENCE, the prompt hook's) come back,
+        so a query that matches nothing gets []; `include_weak=True` returns the rest too, marked `weak`."""
         return self._service.search(
             query, limit=limit, category=category, scope=scope, project=project, mode=mode, explain=explain,
-            cwd=cwd, track_access=track_access, now=now,
+            cwd=cwd, track_access=track_access, now=now, include_weak=include_weak,
         )
 
     def recall(

@@ -24,10 +24,16 @@ RECALL_MIN_RELATIVE = 0.6  # CEMS_RECALL_MIN_RELATIVE: nor below this share of t
 # meaning. Stricter than `cems search` (MIN_SIMILARITY), where the user asked: MiniLM puts nonsense such as
 # "xyzzy plugh frobnicate" at 0.23 from a real memory. No useful memory of the capture benchmark was lost.
 RECALL_MIN_SIMILARITY = 0.3
-# CEMS_RECALL_MIN_CONFIDENCE: nothing less likely than this to answer the prompt is injected (a probability,
-# retrieval/confidence.py). Off: calibrated on LoCoMo, it does not separate useful from useless memories on
-# the capture benchmark (0.02 costs a fact for 0.7 points of noise, 0.08 recall 0.79; bench/RESULTS.md).
-RECALL_MIN_CONFIDENCE = 0.0
+# CEMS_RECALL_MIN_CONFIDENCE: nothing less likely than this to answer the prompt is injected, nor shown by
+# `cems search` or the library's `search` unless all results are asked for (a probability,
+# retrieval/confidence.py). Chosen on bench/confidence_sessions.py's curve, every project held out: at 0.15
+# bench/sessions keeps fact recall 0.904 (0.913 with no floor) at noise 29.1% (29.6%), 2.32 lines a question
+# (2.45); m-claude 0.583 / 69.5% / 2.65, swebench-mini 0.450 / 75.9% / 2.09 (71.5% and 79.3% noise with
+# none). A higher floor trims little noise and costs answers that share no word with the question:
+# "which package manager" finds "In this repo we use pnpm, never npm" at cosine 0.33 only, 0.19, where a
+# query about nothing stored ("zebra quantum banana", cosine 0.17) gets 0.10; at 0.25 bench/sessions' recall
+# fell to 0.887 and that answer was no longer shown.
+RECALL_MIN_CONFIDENCE = 0.15
 
 # What the SessionStart hook injects: pinned guidelines, preferences, recent context of the project.
 PROFILE_TOKEN_BUDGET = 2000

@@ -26,6 +26,8 @@ class SearchResult:
     context: list[str] = field(default_factory=list)  # neighbouring chunks of a long memory
     source: str | None = None  # manual, session, observer, tool, import, rule…
     confidence: float = 0.0  # how likely this memory answers the query, 0..1 (retrieval/confidence.py)
+    # Below the confidence floor (CEMS_RECALL_MIN_CONFIDENCE): shown only when all results were asked for.
+    weak: bool = False
 
     @property
     def citation(self) -> str:
@@ -48,6 +50,7 @@ class SearchResult:
             "created_at": self.created_at.isoformat(),
             "source": self.source,
             "citation": self.citation,
+            "weak": self.weak,
         }
         if self.context:
             data["context"] = self.context

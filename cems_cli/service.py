@@ -397,13 +397,16 @@ class MemoryService:
         cwd: str | None = None,
         track_access: bool = True,
         now: datetime | None = None,
+        include_weak: bool = False,
     ) -> builtins.list[SearchResult]:
+        """Results at or above the confidence floor (recall_min_confidence, the prompt hook's); with
+        `include_weak` the rest too, each marked `weak`."""
         from cems_cli.retrieval.pipeline import SearchRequest, run_search
 
         query = " ".join((query or "").replace("\x00", "").split())
         if not query:
             raise UserError("search query is empty")
-        self.live_settings()
+        floor = self.live_settings().recall_min_confidence
         limit = self.settings.search_limit if limit is None else limit
         if limit < 1:
             raise UserError("--limit must be at least 1")
@@ -417,11 +420,14 @@ class MemoryService:
             mode=(mode or self.settings.search_mode),
             explain=explain,
             now=now,
+            min_confidence=None if include_weak else floor,
         )
         if request.mode not in ("vector", "hybrid", "auto"):
             raise UserError(f"unknown mode {request.mode!r} (expected one of: vector, hybrid, auto)")
         self.take_search()
         results = run_search(self, request)
+        for result in results:
+            result.weak = result.confidence < floor
         self.audit_search("search", query, request.scope, results)
         if track_access and results:
             from cems_cli.store.memories import record_access
@@ -443,6 +449,7 @@ class MemoryService:
         mode: str | None = None,
         deadline: float | None = None,
         exclude: Sequence[str] = (),
+        explain: bool = False,
     ) -> builtins.list[SearchResult]:
         """What the prompt hook injects; what is not given comes from the live settings (CEMS_RECALL_*,
         `cems config set recall_limit 2`, …). `deadline`: a time.monotonic() moment the answer is due.
@@ -470,6 +477,7 @@ class MemoryService:
             deadline=deadline,
             other_projects_captured=False,
             general_needs_evidence=True,
+            explain=explain,
             exclude_ids=frozenset(str(i) for i in exclude),
         )
         self.take_search()

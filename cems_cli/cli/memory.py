@@ -96,9 +96,12 @@ def search(
     project: str = typer.Option(None, "--project", "-p", help="Only memories of this project."),
     mode: str = typer.Option(None, "--mode", help="vector, hybrid or auto (default CEMS_SEARCH_MODE)."),
     explain: bool = typer.Option(False, "--explain", help="Show why each result ranks where it does."),
+    show_all: bool = typer.Option(False, "--all", help="Also results below the confidence floor "
+                                  "(CEMS_RECALL_MIN_CONFIDENCE), marked weak."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Search memories; prints ranked results."""
+    """Search memories; prints ranked results, only those likely enough to answer (nothing when nothing
+    matches)."""
     from cems_cli.embedding.limits import check_text_size
     from cems_cli.project import normalize_project
 
@@ -113,13 +116,13 @@ def search(
             project=normalize_project(project) if project else None,
             mode=mode,
             explain=explain,
+            include_weak=show_all,
         )
     if as_json:
         emit_json({"results": [r.to_json(with_explain=explain) for r in results]})
         return
     if not results:
-        console.print("No memories found.")
-        return
+        return  # a query that matches nothing prints nothing, as the prompt hook injects nothing
     from rich.table import Table
 
     # Every cell of stored text is `shown`: literal (no rich markup) and without control sequences.
@@ -134,8 +137,9 @@ def search(
     ):
         table.add_column(column, style=style, overflow="fold")
     for rank, result in enumerate(results, start=1):
-        table.add_row(str(rank), short_id(result.id), f"{result.score:.3f}", f"{result.confidence:.2f}",
-                      result.category, shown(result.snippet))
+        conf = f"{result.confidence:.2f}" + (" weak" if result.weak else "")
+        table.add_row(str(rank), short_id(result.id), f"{result.score:.3f}", conf, result.category,
+                      shown(result.snippet), style="dim" if result.weak else None)
     console.print(table)
     if explain:
         _print_explain(results)
@@ -146,6 +150,19 @@ def _print_explain(results: list[Any]) -> None:
 
     for rank, result in enumerate(results, start=1):
         console.print(f"[bold]#{rank} {short_id(result.id)}[/bold]")
+        inputs = result.explain.get("confidence") or {}
+        built = inputs.get("built_from")
+        if built:
+            # "confidence 0.71 = logistic(-3.14 + 6.52 × relative*cosine 0.55 + …), times 0.85 (captured)":
+            # what it is built from, in one line (the JSON below has every number).
+            terms = " + ".join(f"{t['weight']:g} × {name} {t['value']:.2f}"
+                               for name, t in built["terms"].items())
+            formula = str(built["formula"]).replace("logistic(intercept + sum of weight * value)",
+                                                    f"logistic({built['intercept']:g} + {terms})")
+            weak = " (weak)" if result.weak else ""
+            console.print(f"confidence {result.confidence:.2f}{weak} = {formula}; "
+                          f"cosine {inputs['cosine']:.2f}, lexical {inputs['lexical']:.2f}, "
+                          f"relative {inputs['relative']:.2f}", markup=False)
         console.print(json.dumps(result.explain, indent=2, default=str), markup=False)
 
 

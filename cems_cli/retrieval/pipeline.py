@@ -433,7 +433,7 @@ def _rate_confidence(candidates: list[Candidate]) -> None:
     """Each candidate's confidence (retrieval/confidence.py), from its evidence and its adjusted score
     relative to the best one's."""
     from cems_cli.models import CAPTURED_SOURCES
-    from cems_cli.retrieval.confidence import confidence
+    from cems_cli.retrieval.confidence import breakdown, confidence
 
     if not candidates:
         return
@@ -444,9 +444,12 @@ def _rate_confidence(candidates: list[Candidate]) -> None:
         captured = cand.source in CAPTURED_SOURCES and not cand.pinned
         cand.confidence = confidence(cosine=cand.vector_score, lexical=cand.lexical_score, relative=relative,
                                      rerank=rerank, captured=captured)
+        built = breakdown(cosine=cand.vector_score, lexical=cand.lexical_score, relative=relative,
+                          rerank=rerank, captured=captured)
+        # The raw inputs (what bench/confidence_sessions.py fits on) and how the probability is built.
         cand.explain["confidence"] = {"cosine": cand.vector_score, "lexical": cand.lexical_score,
                                       "relative": relative, "rerank": rerank, "captured": captured,
-                                      "confidence": cand.confidence}
+                                      "confidence": cand.confidence, "built_from": built}
 
 
 def _zero_weight_lists(settings: Settings, mode: str) -> list[str]:

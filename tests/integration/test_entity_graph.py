@@ -46,7 +46,7 @@ def test_a_memory_naming_what_the_best_result_names_rises(service, monkeypatch):
         get_settings.cache_clear()
         with MemoryService(get_settings()) as svc:
             found = svc.search("where does the nightly reconciliation put its output?", limit=5, explain=True,
-                               track_access=False)
+                               track_access=False, include_weak=True)  # the ranking, weak or not
         return {r.id: r for r in found}
 
     off, on = scores("0"), scores("0.5")

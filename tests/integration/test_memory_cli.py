@@ -45,7 +45,7 @@ def _remember_all(cli) -> dict[str, str]:
 def test_paraphrased_queries_rank_the_right_memory_first(cli, mode):
     ids = _remember_all(cli)
     for query, expected in PARAPHRASES:
-        result = cli("search", query, "--json", "--mode", mode)
+        result = cli("search", query, "--json", "--mode", mode, "--all")  # the ranking, weak or not
         assert result.code == 0, result.stderr
         top = result.json()["results"][0]
         assert top["id"] == ids[expected], f"{query!r} → {top['content']!r}"
@@ -197,7 +197,7 @@ def test_category_and_project_filters(cli):
     )
     assert {r["category"] for r in only_prefs.json()["results"]} == {"preferences"}
     web = cli("remember", "The web app uses Vite.", "--project", "acme/web", "--json").json()["id"]
-    scoped = cli("search", "which bundler", "--project", "acme/web", "--json").json()["results"]
+    scoped = cli("search", "which bundler", "--project", "acme/web", "--json", "--all").json()["results"]
     assert [r["id"] for r in scoped] == [web]
 
 

@@ -172,7 +172,8 @@ def test_session_neighbours_lend_their_score(cli, tmp_path):
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert cli("import", str(path)).code == 0
 
-    result = cli("search", "which database for the billing service", "--explain", "--json", "--limit", "5")
+    result = cli("search", "which database for the billing service", "--explain", "--json", "--limit", "5",
+                 "--all")
     assert result.code == 0
     by_content = {r["content"]: r["explain"] for r in result.json()["results"]}
     question, answer = by_content[turns[0]], by_content[turns[1]]
@@ -204,7 +205,7 @@ def test_a_pattern_is_no_part_of_the_session_capture_first_saw_it_in(cli, tmp_pa
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert cli("import", str(path)).code == 0
 
-    result = cli("search", "which Go version are we on", "--explain", "--json", "--limit", "5")
+    result = cli("search", "which Go version are we on", "--explain", "--json", "--limit", "5", "--all")
     by_content = {r["content"]: r["explain"] for r in result.json()["results"]}
     record, decision = by_content[lines[0]["content"]], by_content[lines[2]["content"]]
     assert (record["session"]["position"], decision["session"]["position"]) == (0, 1)  # next to each other

@@ -85,7 +85,7 @@ def test_an_overview_question_gets_the_summary_first_and_a_question_of_fact_does
     assert results[0]["tags"] == ["summary:level1"]
     assert any(r["id"] == memories[REDIS_A] for r in results[1:])  # the memories still follow
 
-    whole = ok(cli, "search", "give me an overview of the project")["results"]
+    whole = ok(cli, "search", "give me an overview of the project", "--all")["results"]
     assert whole[0]["category"] == "summary" and whole[0]["tags"] == ["summary:level2"]
 
     fact = ok(cli, "search", "What store backs the session cache?")["results"]

@@ -10,7 +10,7 @@ QUESTION = "What do we use for the event stream between the gateway and the inde
 
 
 def _search(cli, *extra: str, env: dict[str, str] | None = None) -> list[dict]:
-    result = cli("search", QUESTION, "--json", *extra, extra_env=env)
+    result = cli("search", QUESTION, "--json", "--all", *extra, extra_env=env)
     assert result.code == 0, result.stderr
     return result.json()["results"]
 
