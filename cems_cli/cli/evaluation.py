@@ -112,6 +112,20 @@ def eval_(
                   + (f"; results in {out}" if out else ""))
 
 
+def _trigger_and_mode(trigger: str | None, mode: str | None, default_mode: str) -> tuple[str, str]:
+    """--trigger and --mode of a sessions run, checked (a one-line error names a wrong one)."""
+    from cems_cli.evaluation.runner import MODES
+    from cems_cli.evaluation.sessions import TRIGGERS
+
+    trigger = (trigger or "both").strip().lower()
+    if trigger not in TRIGGERS:
+        fail(f"unknown trigger {trigger!r} (expected one of: {', '.join(TRIGGERS)})")
+    mode = (mode or default_mode).strip().lower()
+    if mode not in MODES:
+        fail(f"unknown mode {mode!r} (expected one of: {', '.join(MODES)})")
+    return trigger, mode
+
+
 def _sessions(folder: Path, *, trigger: str | None, mode: str | None, limit_questions: int | None,
               out: Path | None, details: Path | None, as_of: str | None, as_json: bool,
               questions: Path | None = None) -> None:
@@ -120,18 +134,12 @@ def _sessions(folder: Path, *, trigger: str | None, mode: str | None, limit_ques
         fail("--as-of does not apply to --sessions: the prompt hook asks at the current time")
     from cems_cli.config import get_settings
     from cems_cli.evaluation.datasets import DatasetError
-    from cems_cli.evaluation.runner import MODES
-    from cems_cli.evaluation.sessions import TRIGGERS, run_sessions
+    from cems_cli.evaluation.sessions import run_sessions
     from cems_cli.evaluation.sessions_data import load_session_set
     from cems_cli.evaluation.sessions_report import render_sessions
 
-    trigger = (trigger or "both").strip().lower()
-    if trigger not in TRIGGERS:
-        fail(f"unknown trigger {trigger!r} (expected one of: {', '.join(TRIGGERS)})")
     settings = get_settings()
-    mode = (mode or settings.search_mode).strip().lower()
-    if mode not in MODES:
-        fail(f"unknown mode {mode!r} (expected one of: {', '.join(MODES)})")
+    trigger, mode = _trigger_and_mode(trigger, mode, settings.search_mode)
     try:
         dataset = load_session_set(folder, questions)
     except DatasetError as error:
@@ -165,17 +173,10 @@ def _agent_sessions(questions: Path, data: Path, *, sets: list[str] | None, sweb
     from cems_cli.config import get_settings
     from cems_cli.evaluation.agent_sessions import chosen_sets, run_agent_sessions
     from cems_cli.evaluation.datasets import DatasetError
-    from cems_cli.evaluation.runner import MODES
-    from cems_cli.evaluation.sessions import TRIGGERS
     from cems_cli.evaluation.sessions_report import render_agent_sessions
 
-    trigger = (trigger or "both").strip().lower()
-    if trigger not in TRIGGERS:
-        fail(f"unknown trigger {trigger!r} (expected one of: {', '.join(TRIGGERS)})")
     settings = get_settings()
-    mode = (mode or settings.search_mode).strip().lower()
-    if mode not in MODES:
-        fail(f"unknown mode {mode!r} (expected one of: {', '.join(MODES)})")
+    trigger, mode = _trigger_and_mode(trigger, mode, settings.search_mode)
     if not questions.is_dir():
         fail(f"{questions} is not a folder (the questions of the sets, <set>.jsonl)")
     if not data.is_dir():
