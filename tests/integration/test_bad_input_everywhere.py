@@ -154,6 +154,12 @@ def test_eval_limit_questions_is_bounded(cli, tmp_path: Path):
     assert_one_line_error(result.stderr, "--limit-questions must be at most 1,000,000")
 
 
+def test_eval_swebench_per_repo_is_bounded(cli, tmp_path: Path):
+    result = cli("eval", "--sessions", str(tmp_path), "--data", str(tmp_path), "--swebench-per-repo", "0")
+    assert result.code == 2
+    assert_one_line_error(result.stderr, "--swebench-per-repo must be at least 1")
+
+
 def test_largest_accepted_limits_still_work(cli):
     cli("remember", "Bounded limits keep working at their maximum.")
     assert cli("search", "bounded limits", "--limit", "1000").code == 0
@@ -187,7 +193,8 @@ def test_every_numeric_option_is_one_the_bounds_above_cover():
 
     walk(app, "")
     assert found == {("search", "limit"), ("list", "limit"), ("serve", "idle"), ("eval", "limit_questions"),
-                     ("audit", "limit"), ("admin quota", "memories"), ("admin quota", "searches")}
+                     ("eval", "swebench_per_repo"), ("audit", "limit"), ("admin quota", "memories"),
+                     ("admin quota", "searches")}
 
 
 # 3. NUL characters and lone surrogates in imported fields ------------------------------------------------
