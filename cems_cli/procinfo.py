@@ -23,7 +23,18 @@ def alive(pid: int) -> bool:
         return False
     except PermissionError:  # alive, another user's
         return True
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Exited but not yet reaped by its parent (a long-lived caller that started it): signals still reach
+    its pid, yet nothing runs, holds a lock or answers. Field 3 of /proc/<pid>/stat, after the name."""
+    try:
+        with open(f"{_PROC}/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] == b"Z"
 
 
 def start_ticks(pid: int) -> int | None:

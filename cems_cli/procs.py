@@ -73,8 +73,8 @@ def spawn_python(
 ) -> int:
     """Start `module` detached (a session of its own, so it outlives the caller) and return its pid.
 
-    stdin and stdout go to /dev/null, stderr to `log` (appended) or /dev/null. The caller reaps it if it
-    lives long enough to care (`os.waitpid(pid, os.WNOHANG)`); a hook exits first and leaves that to init."""
+    stdin and stdout go to /dev/null, stderr to `log` (appended) or /dev/null. A caller that has threading
+    loaded gets the child reaped when it exits (a thread waits for it); a hook exits first."""
     argv = python_argv(module, *args)
     child = dict(env) if env is not None else child_env()
     actions: list[tuple] = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1)]
@@ -83,9 +83,18 @@ def spawn_python(
     else:
         actions.append((os.POSIX_SPAWN_OPEN, 2, log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
     try:
-        return os.posix_spawn(sys.executable, argv, child, file_actions=actions, setsid=True)
+        pid = os.posix_spawn(sys.executable, argv, child, file_actions=actions, setsid=True)
     except (AttributeError, NotImplementedError):  # no posix_spawn, or no setsid for it, on this system
         pass
+    else:
+        if "threading" in sys.modules:
+            # A long-lived caller (the CLI in-process, a server): reap the child when it exits, or it stays a
+            # zombie that looks alive to anyone waiting for it to stop. A hook exits first and leaves it to
+            # init; it never loads threading just for this.
+            import threading
+
+            threading.Thread(target=_reap, args=(pid,), daemon=True).start()
+        return pid
     import subprocess
 
     stderr = subprocess.DEVNULL if log is None else open(log, "ab")  # noqa: SIM115 - closed below
@@ -103,6 +112,13 @@ def spawn_python(
     finally:
         if log is not None:
             stderr.close()  # type: ignore[union-attr]
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:  # reaped by the caller already
+        pass
 
 
 def run(

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from cems_cli import procinfo
 from cems_cli.capture.observer import Observer, RunReport, llm_for
 from cems_cli.capture.observer_settings import ObserverSettings
 from cems_cli.config import Settings
@@ -310,10 +311,8 @@ def start_detached(home: Path, timeout: float = 60.0) -> int:
     )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        exited, status = os.waitpid(pid, os.WNOHANG)
-        if exited:
-            code = os.waitstatus_to_exitcode(status)
-            raise DaemonError(f"the observer exited at start (code {code}): {_log_tail(log_path)}")
+        if not procinfo.alive(pid):
+            raise DaemonError(f"the observer exited at start: {_log_tail(log_path)}")
         if holder(home) == pid:
             return pid
         time.sleep(0.05)
