@@ -202,7 +202,7 @@ def test_the_observer_daemon_runs_outside_the_repository(cems_home, hostile_repo
 def test_a_child_inherits_no_descriptor_and_no_python_variables(tmp_path, monkeypatch):
     """procs.spawn_python: the agent's client may leave descriptors inheritable and set PYTHON* variables
     (a repository's settings can set an environment); the child sees neither."""
-    from cems_cli import procs
+    from cems_cli import procinfo, procs
 
     out = tmp_path / "child.json"
     probe = tmp_path / "probe"
@@ -223,7 +223,7 @@ def test_a_child_inherits_no_descriptor_and_no_python_variables(tmp_path, monkey
         # The module is found only through the root the bootstrap appends: point that root at the probe.
         monkeypatch.setattr(procs, "package_root", lambda: str(probe))
         pid = procs.spawn_python("cems_probe_child")
-        _wait(lambda: os.waitpid(pid, os.WNOHANG)[0] == pid, 30, "the child")
+        _wait(lambda: out.exists() and not procinfo.alive(pid), 30, "the child")
     finally:
         os.close(leaked)
     seen = json.loads(out.read_text())

@@ -82,17 +82,19 @@ def test_a_stored_value_changes_an_open_memorys_next_search(env):
             "A failed deploy is rolled back with helm rollback.",
         ):
             server_side.remember(text, category="patterns")
-        assert len(server_side.search("deploy pipeline")) == 4
+        # Counted below the confidence floor too: what is measured is the limit, not the floor.
+        assert len(server_side.search("deploy pipeline", include_weak=True)) == 4
         other_process.config.set("search_limit", "2")
-        assert len(server_side.search("deploy pipeline")) == 2
+        assert len(server_side.search("deploy pipeline", include_weak=True)) == 2
+        other_process.config.set("recall_min_confidence", "0")
         other_process.config.set("recall_min_relative", "0.01")
         other_process.config.set("recall_limit", "3")
         assert len(server_side.recall("how do deploys run through the pipeline?")) == 3
         other_process.config.set("recall_limit", "1")
         assert len(server_side.recall("how do deploys run through the pipeline?")) == 1
-        for key in ("search_limit", "recall_limit", "recall_min_relative"):
+        for key in ("search_limit", "recall_limit", "recall_min_relative", "recall_min_confidence"):
             other_process.config.unset(key)
-        assert len(server_side.search("deploy pipeline")) == 4
+        assert len(server_side.search("deploy pipeline", include_weak=True)) == 4
 
 
 def test_cems_config_set_changes_the_running_search_servers_answers(env, cli):
@@ -110,6 +112,7 @@ def test_cems_config_set_changes_the_running_search_servers_answers(env, cli):
     ask = {"op": "search", "query": "how do deploys run through the pipeline?", "user": env["CEMS_USER"],
            "project": env["CEMS_PROJECT"]}
     assert cli("config", "set", "recall_min_relative", "0.01").code == 0
+    assert cli("config", "set", "recall_min_confidence", "0").code == 0  # the limit is measured here
     before = call_or_start(home, ask, 60.0)
     pid = server_pid(Path(home))
     assert before is not None and len(before["results"]) == 3
@@ -119,7 +122,7 @@ def test_cems_config_set_changes_the_running_search_servers_answers(env, cli):
     assert server_pid(Path(home)) == pid  # the same process: nothing restarted
     # What the hook's environment sets still wins over the stored value.
     assert len(call_or_start(home, {**ask, "limit": 2}, 10.0)["results"]) == 2
-    for key in ("recall_limit", "recall_min_relative"):
+    for key in ("recall_limit", "recall_min_relative", "recall_min_confidence"):
         cli("config", "unset", key)
 
 
