@@ -116,6 +116,10 @@ def near_duplicate_pairs(
     ]
     conn.execute(f"SET LOCAL hnsw.ef_search = {int(max(PAIR_EF_SEARCH, neighbours))}")
     conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    # On a shared server most of what the index yields is other users' (row-level security hides it after
+    # the scan): the default 20,000 scanned tuples could end a probe before it reached the user's own copy.
+    # The LIMIT still ends each probe as soon as its neighbours are found.
+    conn.execute("SET LOCAL hnsw.max_scan_tuples = 1000000")
     # The other plan for "nearest first" is an exact distance to every chunk and a sort, per probe: n² work
     # that the planner may think cheap on a small or freshly loaded store. Without sorting, HNSW is the plan.
     conn.execute("SET LOCAL enable_sort = off")
