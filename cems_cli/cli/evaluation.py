@@ -112,6 +112,18 @@ def eval_(
                   + (f"; results in {out}" if out else ""))
 
 
+def _saved_or_emitted(run: Any, out: Path | None, details: Path | None, as_json: bool) -> bool:
+    """Write a sessions run's result (--out) and per-question details (--details); with --json print the
+    result and say so (True), so the caller renders nothing."""
+    if out:
+        _write(out, json.dumps(run.result, indent=2, ensure_ascii=False) + "\n")
+    if details:
+        _write(details, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in run.details))
+    if as_json:
+        emit_json(run.result)
+    return as_json
+
+
 def _trigger_and_mode(trigger: str | None, mode: str | None, default_mode: str) -> tuple[str, str]:
     """--trigger and --mode of a sessions run, checked (a one-line error names a wrong one)."""
     from cems_cli.evaluation.runner import MODES
@@ -150,12 +162,7 @@ def _sessions(folder: Path, *, trigger: str | None, mode: str | None, limit_ques
 
     run = run_sessions(dataset, settings, trigger=trigger, mode=mode, limit_questions=limit_questions,
                        source=str(folder), progress=lambda label: progress_bar(label, disabled=as_json))
-    if out:
-        _write(out, json.dumps(run.result, indent=2, ensure_ascii=False) + "\n")
-    if details:
-        _write(details, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in run.details))
-    if as_json:
-        emit_json(run.result)
+    if _saved_or_emitted(run, out, details, as_json):
         return
     render_sessions(run.result, console)
     config = run.result["config"]
@@ -191,12 +198,7 @@ def _agent_sessions(questions: Path, data: Path, *, sets: list[str] | None, sweb
                                  announce=None if as_json else console.print)
     except DatasetError as error:
         fail(str(error))
-    if out:
-        _write(out, json.dumps(run.result, indent=2, ensure_ascii=False) + "\n")
-    if details:
-        _write(details, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in run.details))
-    if as_json:
-        emit_json(run.result)
+    if _saved_or_emitted(run, out, details, as_json):
         return
     render_agent_sessions(run.result, console)
     if out:
