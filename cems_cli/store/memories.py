@@ -65,15 +65,19 @@ def keep_earliest_evidence(conn: psycopg.Connection, memory_id: str, memory: New
     """The same text stored again from an earlier moment by the same source (the observer reading a backlog
     of transcripts in path order, not in time order): the memory dates from, and cites, the earliest time it
     was seen. Another source's copy changes nothing (what the user wrote stays theirs)."""
+    _move_evidence(conn, memory_id, memory, "created_at > %(at)s AND source IS NOT DISTINCT FROM %(source)s")
+
+
+def _move_evidence(conn: psycopg.Connection, memory_id: str, memory: NewMemory, when: str) -> None:
+    """Date the memory from `memory`'s sighting and cite it, where `when` (SQL) holds. Its session and
+    branch tags follow the evidence; tags of any other kind stay."""
     if memory.created_at is None:
         return
-    # Its session and branch tags follow the evidence; tags of any other kind stay.
     moving = [t for t in memory.tags if t.startswith(_EVIDENCE_TAGS)]
     conn.execute(
         "UPDATE memory_documents SET created_at = %(at)s, source_ref = %(ref)s, tags = ARRAY("
         "  SELECT t FROM unnest(tags) AS t WHERE NOT t LIKE ANY(%(kinds)s::text[])"
-        ") || %(moving)s::text[] "
-        "WHERE id = %(id)s AND created_at > %(at)s AND source IS NOT DISTINCT FROM %(source)s",
+        f") || %(moving)s::text[] WHERE id = %(id)s AND {when}",
         {"at": memory.created_at, "ref": memory.source_ref, "moving": moving, "id": memory_id,
          "source": memory.source, "kinds": [f"{prefix}%" for prefix in _EVIDENCE_TAGS]},
     )
@@ -108,17 +112,7 @@ def add_tag(conn: psycopg.Connection, memory_id: str, tag: str) -> None:
 def keep_latest_evidence(conn: psycopg.Connection, memory_id: str, memory: NewMemory) -> None:
     """A counted memory seen again (a blocked command tried again): it dates from, and cites, the latest
     sighting, which a later question about it is most likely to mean."""
-    if memory.created_at is None:
-        return
-    moving = [t for t in memory.tags if t.startswith(_EVIDENCE_TAGS)]
-    conn.execute(
-        "UPDATE memory_documents SET created_at = %(at)s, source_ref = %(ref)s, tags = ARRAY("
-        "  SELECT t FROM unnest(tags) AS t WHERE NOT t LIKE ANY(%(kinds)s::text[])"
-        ") || %(moving)s::text[] "
-        "WHERE id = %(id)s AND created_at < %(at)s",
-        {"at": memory.created_at, "ref": memory.source_ref, "moving": moving, "id": memory_id,
-         "kinds": [f"{prefix}%" for prefix in _EVIDENCE_TAGS]},
-    )
+    _move_evidence(conn, memory_id, memory, "created_at < %(at)s")
 
 
 def insert_memory(
