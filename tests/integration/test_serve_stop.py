@@ -36,6 +36,12 @@ def _start(code: str, home: Path) -> subprocess.Popen[bytes]:
     return process
 
 
+def _ignores_sigterm(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status").read_text()
+    mask = next(int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigIgn:"))
+    return bool(mask & (1 << (signal.SIGTERM - 1)))
+
+
 def test_stop_takes_the_queued_server_too_and_says_so(env):
     from cems_cli.server.daemon import server_pid
 
@@ -67,6 +73,12 @@ def test_a_server_that_ignores_sigterm_is_killed(tmp_path):
     stubborn = _start(ignores, tmp_path)
     other_home = _start("import time; time.sleep(60)", tmp_path / "elsewhere")
     try:
+        # The command line shows at exec, the handler only once the interpreter has started: on a loaded
+        # machine a SIGTERM between the two ended the child before it could ignore anything.
+        deadline = time.monotonic() + 10
+        while not _ignores_sigterm(stubborn.pid):
+            assert time.monotonic() < deadline, "the child never ignored SIGTERM"
+            time.sleep(0.01)
         assert server_processes(tmp_path) == [stubborn.pid]  # not the one of another home
         report = stop_servers(tmp_path, timeout=10, kill_after=0.5)
         assert report.stopped == report.forced == [stubborn.pid] and not report.still_running
