@@ -35,6 +35,15 @@ NEEDS_MODEL = frozenset({
 })
 
 
+# Commands that write or remove the files they are given (`cems_cli.command.model._writes`; the test of the
+# fast path keeps the two in step). A plain line naming none of them writes nothing: redirections are not
+# plain, and inline code that may write goes to the model (SHELL_OUT_MARKERS).
+WRITERS = frozenset({
+    "tee", "sed", "perl", "ruby", "cp", "mv", "install", "ln", "rsync", "scp", "dd", "truncate", "shred",
+    "touch", "rm", "unlink", "rmdir", "chmod", "chown", "curl", "wget", "patch",
+})
+
+
 # Interpreters whose inline code (`python -c`, `perl -e`, `node -e`, `awk '…'`) may run a shell command or
 # remove a tree; the model reads a line with one of them only when a word holds one of these calls.
 INTERPRETERS = frozenset({"python", "python3", "python2", "perl", "ruby", "node", "nodejs", "php", "awk",

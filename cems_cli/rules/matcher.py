@@ -428,9 +428,16 @@ def _write_values(command_values: _Values, cwd: str | None) -> _Values:
     """The files a shell command writes, as path candidates: what rules on Edit are matched against."""
     writes = command_values.writes
     if writes is None:  # a plain line, split without the model: ask it now, for the files it writes
-        from cems_cli.command.model import analyse
+        from cems_cli.command.plain import WRITERS
 
-        writes = analyse(command_values.texts[0]).writes if command_values.texts else []
+        # Unless no command in it writes files (`git status`): then importing the model (~1 ms) is saved.
+        if not command_values.texts or not any(
+                argv[0] in WRITERS for argv in command_values.commands or () if argv):
+            writes = []
+        else:
+            from cems_cli.command.model import analyse
+
+            writes = analyse(command_values.texts[0]).writes
     paths: list[str] = []
     for target in writes:
         paths.extend(_path_candidates(target, cwd))

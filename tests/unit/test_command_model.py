@@ -231,6 +231,26 @@ def test_fast_path_gives_exactly_what_the_model_gives():
     assert special == NEEDS_MODEL
 
 
+def test_only_the_writers_write():
+    """The matcher skips the model for a plain line naming no command in WRITERS: every command the model
+    sees write a file must be there, and each one there must write with some arguments."""
+    from cems_cli.command import model
+    from cems_cli.command.plain import NEEDS_MODEL, WRITERS
+
+    arguments = ["a b", "-i a b", "-i -e x a", "--in-place a b", "-o out a", "--output=o a", "-O o a",
+                 "--output-document=o a", "of=f", "-t dir a", "--target-directory=d a", "x a b c", "-pi a"]
+    names = (set(WRITERS) | set(model._SHELLS) | {"git", "cat", "ls", "echo", "printf", "make", "npm", "grep",
+             "find", "tar", "unzip", "gzip", "mkdir", "chgrp", "sort", "split", "csplit", "xz", "zip", "awk",
+             "python", "node", "docker", "kubectl", "pip", "cargo", "go", "head", "tail", "wc", "diff", "jq",
+             "yq", "sqlite3", "psql", "ssh", "sftp", "ftp", "nc", "openssl", "base64", "gpg", "editor"})
+    for name in sorted(names):
+        writes = [model.analyse(f"{name} {args}").writes for args in arguments]
+        if name in WRITERS:
+            assert any(writes), name
+        elif name not in NEEDS_MODEL:
+            assert not any(writes), name
+
+
 @pytest.mark.parametrize("text", ["a " * 40000, ";" * 70000, "$(a) " * 15000, '"$(' * 25000, "{" * 30000,
                                   "rm -rf " + "a" * 5_000_000])
 def test_parsing_is_bounded(text):

@@ -13,6 +13,7 @@ from cems_cli import paths
 from cems_cli.rules.model import make_rule
 from cems_cli.rules.snapshot import (
     REFRESH_FAILED_SUFFIX,
+    SNAPSHOT_FIELDS,
     SnapshotError,
     SnapshotRule,
     SnapshotUntrusted,
@@ -46,10 +47,28 @@ def test_write_then_load_round_trip(tmp_path, rules):
 def test_file_format(tmp_path, rules):
     path = tmp_path / "s.json"
     write_snapshot(rules, path)
-    document = json.loads(path.read_text(encoding="utf-8"))
-    assert document["version"] == 1
+    text = path.read_text(encoding="utf-8")
+    document = json.loads(text)
+    assert document["version"] == 2
     assert document["generated_at"].endswith("+00:00")
-    assert document["rules"] == [r.to_dict() for r in rules]
+    assert document["fields"] == list(SNAPSHOT_FIELDS)
+    assert document["rules"] == [[r.to_dict()[name] for name in SNAPSHOT_FIELDS] for r in rules]
+    assert len(text.splitlines()) == len(rules) + 2  # the header, a rule a line, the end
+
+
+def test_rows_hold_every_field_of_a_rule():
+    from dataclasses import fields
+
+    from cems_cli.rules.model import Rule
+
+    assert SNAPSHOT_FIELDS == tuple(field.name for field in fields(Rule))
+
+
+def test_a_version_1_snapshot_is_still_read(tmp_path, rules):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"version": 1, "rules": [r.to_dict() for r in rules]}), encoding="utf-8")
+    assert load_snapshot(path) == rules
+    assert [v.id for v in load_rule_views(path, verify=False)] == [r.id for r in rules]
 
 
 def test_file_is_private_and_no_temp_files_are_left(tmp_path, rules):
@@ -97,7 +116,10 @@ def test_write_clears_refresh_backoff_marker(tmp_path, rules):
         b"{",
         b"not json",
         b"[]",
-        b'{"version": 2, "rules": []}',
+        b'{"version": 2, "rules": []}',  # rows without the fields they hold
+        b'{"version": 2, "fields": ["id", "tool"], "rules": []}',
+        b'{"version": 3, "rules": []}',
+        b'{"version": true, "rules": []}',
         b'{"version": 1}',
         b'{"version": 1, "rules": {}}',
         b"\xff\xfe\x00",
@@ -135,6 +157,30 @@ def test_bad_records_are_dropped_not_fatal(tmp_path):
     path.write_text(json.dumps({"version": 1, "rules": records}), encoding="utf-8")
     assert read_records(path) == [good]
     assert [v.id for v in load_rule_views(path, verify=False)] == [good["id"]]
+
+
+def test_bad_rows_are_dropped_not_fatal(tmp_path):
+    good = [make_rule("git push*", "Bash").to_dict()[name] for name in SNAPSHOT_FIELDS]
+    rows = [
+        good,
+        "not a row",
+        {"id": "x"},
+        good[:-1],
+        [*good, "one too many"],
+        [*good[:3], "nuke", *good[4:]],
+        [*good[:3], ["block"], *good[4:]],  # unhashable: must not crash the membership test
+        [*good[:5], 3, *good[6:]],
+        [*good[:7], {"x": 1}, *good[8:]],
+        [good[0], good[1], "", *good[3:]],
+        [good[0], 3, *good[2:]],
+        [*good[:4], ["x"], *good[5:]],
+        [None, *good[1:]],
+    ]
+    path = tmp_path / "s.json"
+    document = {"version": 2, "fields": list(SNAPSHOT_FIELDS), "rules": rows}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert read_records(path) == [dict(zip(SNAPSHOT_FIELDS, good, strict=True))]
+    assert [v.id for v in load_rule_views(path, verify=False)] == [good[0]]
 
 
 def test_load_snapshot_drops_records_that_fail_rule_validation(tmp_path):
