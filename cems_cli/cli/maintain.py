@@ -24,7 +24,7 @@ def maintain(
     """Archive expired memories, merge near duplicates, delete memories archived long ago, summarise.
 
     Expired: past their expiry, or captured session context unused (not updated, searched or recalled) for
-    CEMS_CONTEXT_TTL_DAYS (default 90). Near duplicates (cosine >= 0.92, same scope, team, category and
+    CEMS_CONTEXT_TTL_DAYS (default 90). Near duplicates (cosine >= 0.80, same scope, team, category and
     project) that state the same values (no number, version, name, path, environment, date or negation
     apart) become one, your own text over a captured copy; the other is archived, pointing at it, and
     `cems restore ID` brings it back. The texts of each merge are shown.

@@ -329,8 +329,8 @@ def forget_memories(
     teams = list(admin_teams)
     if purge:
         # A purge leaves no copy of the text: also the archived memories that consolidation merged into
-        # these (near duplicates, ≥ 0.92 alike), and the capture record a session's context memory was
-        # rendered from. Its bytes stay in the database files until `cems maintain` scrubs them
+        # these (near duplicates that state the same values), and the capture record a session's context
+        # memory was rendered from. Its bytes stay in the database files until `cems maintain` scrubs them
         # (store/lifecycle.scrub), which the mark below asks for.
         cursor = conn.execute(
             "WITH RECURSIVE doomed(id) AS ("
