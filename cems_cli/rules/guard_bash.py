@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import os
 
+from cems_cli.command.folders import DIRECTORY_CHANGERS, PATH_MAX, folders
+from cems_cli.command.folders import resolve as _resolve
 from cems_cli.rules.guard import protected_paths
 from cems_cli.rules.matcher import split_compound, strip_prefixes
 
@@ -164,15 +166,6 @@ def _mentions(command: str, cwd: str | None, protected: list[str]) -> bool:
     return False
 
 
-def _resolve(word: str, cwd: str) -> str:
-    home = os.path.expanduser("~")
-    for spelling in ("${HOME}", "$HOME"):
-        if word == spelling or word.startswith(spelling + "/"):
-            word = home + word[len(spelling):]
-    word = os.path.expanduser(word)
-    return os.path.normpath(word if os.path.isabs(word) else os.path.join(cwd, word))
-
-
 def _holds_protected(operand: str, protected: list[str]) -> bool:
     """Whether removing or moving `operand` (absolute) would take a protected path with it; a glob counts
     as everything its literal head may start (`~/.local/share/c*` holds `~/.local/share/cems`)."""
@@ -191,10 +184,6 @@ def _inside_protected(path: str, protected: list[str]) -> bool:
     return any(path.startswith(root.rstrip(os.sep) + os.sep) for root in protected)
 
 
-# Longer than any path the system opens (Linux PATH_MAX): a `cd` chain past it is an attack on the guard.
-_PATH_MAX = 4096
-
-
 def _destroys(command: str, cwd: str | None, protected: list[str]) -> bool:
     """A command that removes, moves or re-owns a protected path or a folder above one, following `cd`."""
     current = cwd if cwd and os.path.isabs(cwd) else os.getcwd()
@@ -207,7 +196,7 @@ def _destroys(command: str, cwd: str | None, protected: list[str]) -> bool:
         if name == "cd":
             operands = [word for word in words[1:] if not word.startswith("-")]
             current = _resolve(operands[0], current) if operands else os.path.expanduser("~")
-            if len(current) > _PATH_MAX:
+            if len(current) > PATH_MAX:
                 # `cd a; cd a; …` thousands of times: normalising an ever longer path is quadratic (minutes
                 # for a long line, past the hook's timeout, which lets the call run). No real folder is
                 # that deep; what such a line removes afterwards is taken as CEMS's.
@@ -369,10 +358,15 @@ _RELEVANT = ("cems", "claude", "rule", "HOME", "~", ".local", "share", "settings
 
 def _model_check(command: str, plain: str, cwd: str | None, protected: list[str]) -> tuple[str, str] | None:
     try:
-        from cems_cli.command.plain import fast_commands
+        from cems_cli.command.plain import WRITERS, fast_commands
 
-        if fast_commands(command) is not None:
-            return None  # plain words: the text checks above saw everything
+        commands = fast_commands(command)
+        if commands is not None:
+            names = {argv[0] for argv in commands if argv}
+            if names.isdisjoint(DIRECTORY_CHANGERS) or names.isdisjoint(WRITERS):
+                return None  # plain words that stay in one folder or write nothing: the text checks saw all
+            if folders(commands, "/") is None:
+                return "files", command  # a `cd` chain past PATH_MAX, then a write (see `_destroys`)
         if not any(word in plain for word in _RELEVANT) and not any(
             os.path.basename(root) in plain for root in protected
         ):
@@ -385,13 +379,18 @@ def _model_check(command: str, plain: str, cwd: str | None, protected: list[str]
     for argv in analysis.commands:
         if _cli_removal([_unquoted(word) for word in argv]):
             return "cli", " ".join(argv)
-    base = cwd if cwd and os.path.isabs(cwd) else os.getcwd()
+    # Relative to where the line starts and to every folder it `cd`s to (`cd .claude && echo > settings.json`)
+    starts = folders(analysis.commands, cwd if cwd and os.path.isabs(cwd) else os.getcwd())
+    if starts is None:
+        return "files", command
     for target in analysis.writes:
-        resolved = _resolve(target, base)
-        if _holds_protected(resolved, protected) or _inside_protected(resolved, protected) or (
-                _is_settings_file(resolved)):
-            return "files", target
+        for folder in starts:
+            resolved = _resolve(target, folder)
+            if _holds_protected(resolved, protected) or _inside_protected(resolved, protected) or (
+                    _is_settings_file(resolved)):
+                return "files", target
     return None
+
 
 
 def _is_settings_file(path: str) -> bool:

@@ -439,8 +439,19 @@ def _write_values(command_values: _Values, cwd: str | None) -> _Values:
 
             writes = analyse(command_values.texts[0]).writes
     paths: list[str] = []
+    commands = command_values.commands or []
+    starts: list[str | None] = [cwd]
+    if cwd and os.path.isabs(cwd) and any(argv[:1] and argv[0] in ("cd", "pushd") for argv in commands):
+        from cems_cli.command.folders import folders
+
+        # `cd migrations && echo x > 001.sql` writes migrations/001.sql: relative to each folder it goes to
+        # (a `cd` chain past PATH_MAX gives None: then the paths as given)
+        starts = list(folders(commands, cwd) or [cwd])
     for target in writes:
-        paths.extend(_path_candidates(target, cwd))
+        for folder in starts:
+            path = target if folder is None or folder == cwd or os.path.isabs(target) else os.path.join(
+                folder, target)
+            paths.extend(_path_candidates(path, cwd))
     return _Values(list(dict.fromkeys(paths)))
 
 

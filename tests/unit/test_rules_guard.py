@@ -246,6 +246,31 @@ def test_writes_the_model_finds_inside_cems_home_are_blocked(home, command):
     assert blocked("Bash", {"command": command}) == FILES
 
 
+@pytest.mark.parametrize("command", [
+    "cd .claude && echo '{}' > settings.json",
+    "cd .claude && tee settings.json < /tmp/x",
+    "cd .claude; cp /tmp/x settings.json",
+    "cd .claude && sed -i s/a/b/ settings.local.json",
+    "pushd .claude && echo x > settings.json",
+    "cd .. && cd repo/.claude && printf x > settings.json",
+    "cd /repo/.claude && mv /tmp/x settings.json",
+    "cd ~/.local/share/cems && echo x > rules.snapshot.json",
+])
+def test_writes_after_a_cd_are_where_the_cd_went(home, command):
+    """The file is named relative to the folder a `cd` earlier in the line went to: no word of the line
+    names `.claude/settings.json`. Found by an attack on the guard."""
+    assert blocked("Bash", {"command": command}, cwd="/repo") == FILES
+
+
+@pytest.mark.parametrize("command", [
+    "cd build && echo x > settings.json",
+    "cd .claude && cat settings.json",
+    "cd src && echo x > out.txt && cd .claude",
+])
+def test_ordinary_writes_after_a_cd_pass(home, command):
+    assert blocked("Bash", {"command": command}, cwd="/repo") is None
+
+
 def test_an_installed_cems_protects_its_whole_site_packages(home, monkeypatch):
     """A `.pth` file or `sitecustomize.py` beside the package runs inside every hook process."""
     from cems_cli.rules import guard
@@ -268,4 +293,5 @@ def test_a_long_cd_chain_is_bounded(home):
     started = time.monotonic()
     assert blocked("Bash", {"command": "cd a;" * 150_000 + "rm x"}) == FILES
     assert blocked("Bash", {"command": "cd a;" * 150_000 + "ls x"}) is None
-    assert time.monotonic() - started < 5.0
+    # ~1.4 s on a quiet 2-core machine, 6 s with both cores busy; quadratic was minutes.
+    assert time.monotonic() - started < 30.0
