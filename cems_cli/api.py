@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from cems_cli.bulk import ImportLine, ImportReport
     from cems_cli.maintain import MaintenanceReport
+    from cems_cli.progressive import Fetched, IndexEntry, Timeline
     from cems_cli.rules.model import Rule
     from cems_cli.service import MemoryService
     from cems_cli.store.audit import AuditEntry
@@ -310,6 +311,30 @@ class Memory:
 
     def get(self, id_or_prefix: str) -> MemoryRecord:
         return self._service.get(id_or_prefix)
+
+    # Progressive recall: an index first, the full texts chosen from it (cems_cli/progressive.py) --------
+    def search_index(self, query: str, **options: Any) -> builtins.list[IndexEntry]:
+        """`search`, as a compact index: id, title, date, category, confidence and what each full text
+        costs in tokens (`get_many` fetches the texts chosen). Takes `search`'s options."""
+        from cems_cli.progressive import entry_of_result
+
+        return [entry_of_result(result) for result in self.search(query, **options)]
+
+    def timeline(self, id_or_prefix: str | None = None, *, session: str | None = None, before: int = 5,
+                 after: int = 5, within: str | None = None) -> Timeline:
+        """What was stored around a memory (within its session, else its project) or a session (its
+        memories, and its project's before and after), oldest first, as index entries."""
+        from cems_cli.progressive import timeline
+
+        return timeline(self._service, id_or_prefix, session=session, before=before, after=after,
+                        within=within)
+
+    def get_many(self, ids: Sequence[str]) -> builtins.list[Fetched]:
+        """The live memories of these ids (or prefixes), in order; an id that names none of yours (unknown,
+        another user's, forgotten) gets its own one-line error instead of failing the rest."""
+        from cems_cli.progressive import get_many
+
+        return get_many(self._service, ids)
 
     def list(
         self, *, scope: str = "both", category: str | None = None, project: str | None = None, limit: int = 50

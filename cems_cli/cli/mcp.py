@@ -15,7 +15,7 @@ def mcp(
 ) -> None:
     """Serve your memories to an MCP client (Claude Code, …) over stdin/stdout.
 
-    Tools: search, remember, forget, pin, list_recent, rule_add, rule_list, rule_test, status.
+    Tools: search, timeline, get, remember, forget, pin, list_recent, rule_add, rule_list, rule_test, status.
 
     Register it with `cems hooks install --mcp`. The database and the model are opened by the first call.
 

@@ -109,7 +109,11 @@ def _describe(error: ValidationError, spec: ToolSpec) -> str:
     if kind == "maximum":
         return f"{name} must be at most {expected}"
     if kind == "minLength":
-        return f"{name} must not be empty"
+        if expected == 1:
+            return f"{name} must not be empty"
+        return f"{name} needs at least {expected} characters"
+    if kind == "minItems":
+        return f"{name} needs at least {expected} item{'s' if expected != 1 else ''}"
     if kind == "maxItems":
         return f"{name} takes at most {expected} items"
     return f"{name}: {' '.join(error.message.split())[:200]}"

@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from cems_cli.models import AGENT_SOURCE, MemoryCategory, MemoryScope, PinCategory, SearchScope
+from cems_cli.progressive import GET_IDS_MAX, TIMELINE_WINDOW_MAX, Within
 
 # What `remember` stores as the memory's source: what the agent chose to write, cited as "stored by the
 # agent" and weighed between the person's own words and captured memories (retrieval/adjust.py), and
@@ -26,6 +27,7 @@ MCP_SOURCE = AGENT_SOURCE
 SEARCH_LIMIT_MAX = 50
 LIST_LIMIT_MAX = 100
 LIST_LIMIT_DEFAULT = 10
+TIMELINE_DEFAULT = 5
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -134,8 +136,11 @@ def _project(value: str | None) -> str | None:
 
 
 def search(args: dict[str, Any]) -> dict[str, Any]:
+    """The compact index by default (progressive recall: `get` fetches the texts chosen); full: true gives
+    every result's text and metadata, as before the index existed."""
     from cems_cli.cli.common import service
     from cems_cli.embedding.limits import check_text_size
+    from cems_cli.progressive import entry_of_result
 
     query = args["query"]
     check_text_size(query, _max_bytes(), "search query", "shorten it")
@@ -147,7 +152,31 @@ def search(args: dict[str, Any]) -> dict[str, Any]:
             scope=args.get("scope", SearchScope.BOTH.value),
             project=_project(args.get("project")),
         )
-    return {"query": query, "count": len(results), "results": [_result_json(r) for r in results]}
+    if args.get("full", False):
+        return {"query": query, "count": len(results), "results": [_result_json(r) for r in results]}
+    return {"query": query, "count": len(results),
+            "results": [entry_of_result(r).to_json() for r in results]}
+
+
+def timeline(args: dict[str, Any]) -> dict[str, Any]:
+    from cems_cli.cli.common import service
+
+    with service() as memory:
+        found = memory.timeline(
+            args.get("id"), session=args.get("session"), before=args.get("before", TIMELINE_DEFAULT),
+            after=args.get("after", TIMELINE_DEFAULT), within=args.get("within"),
+        )
+    return found.to_json()
+
+
+def get(args: dict[str, Any]) -> dict[str, Any]:
+    from cems_cli.cli.common import service
+
+    with service() as memory:
+        fetched = memory.get_many(args["ids"])
+    memories = [_memory_json(f.record) if f.record is not None else {"id": f.asked, "error": f.error}
+                for f in fetched]
+    return {"count": sum(f.record is not None for f in fetched), "memories": memories}
 
 
 def remember(args: dict[str, Any]) -> dict[str, Any]:
@@ -258,9 +287,11 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Search memories",
         "Search the user's long-term memory (preferences, decisions, patterns, context, learnings, rules) "
         "for what is relevant to a question or task: hybrid vector + full-text search, best first. Use it "
-        "before deciding something the user may already have decided. Returns id, score, confidence (how "
-        "likely it answers, 0..1), content, category, source, source_ref and citation (where the memory came "
-        "from) for each result; nothing when nothing matches."
+        "before deciding something the user may already have decided. Returns a compact index: for each "
+        "result its id, title (or best-matching passage), date, category, confidence (how likely it answers, "
+        "0..1) and tokens (what its full text costs); nothing when nothing matches. Then call `get` with the "
+        "ids worth reading in full, or `timeline` for what was stored around one. full: true returns every "
+        "result's text, source and citation at once (costs more tokens)."
         + _CITE,
         _object(
             {
@@ -278,10 +309,78 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "category": _CATEGORY_FILTER,
                 "scope": _SCOPE_FILTER,
                 "project": {**_PROJECT, "description": "Only memories of this project, e.g. acme/api."},
+                "full": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Every result's full text and metadata instead of the index.",
+                },
             },
             required=("query",),
         ),
         search,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "timeline",
+        "Memories around one",
+        "What was stored around a memory or a session, oldest first, as the same compact index as search "
+        "(the anchor's entries marked anchor: true): around a memory, the ones recorded just before and "
+        "after it in its session (else its project); around a session, its memories and its project's "
+        "before and after. Give id or session. Use it to see what led to a decision or what followed a "
+        "failure, then `get` the ids worth reading.",
+        _object(
+            {
+                "id": {**_ID, "description": "The memory to look around: its id or a unique prefix."},
+                "session": {
+                    "type": "string",
+                    "minLength": 4,
+                    "description": "A session id, or a unique prefix (a citation's 'session 1a2b3c4d').",
+                },
+                "before": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": TIMELINE_WINDOW_MAX,
+                    "default": TIMELINE_DEFAULT,
+                    "description": "How many memories recorded before.",
+                },
+                "after": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": TIMELINE_WINDOW_MAX,
+                    "default": TIMELINE_DEFAULT,
+                    "description": "How many memories recorded after.",
+                },
+                "within": _enum(
+                    Within,
+                    "Walk the session's memories, the project's or all (default: the memory's session if "
+                    "it has one, else its project).",
+                ),
+            }
+        ),
+        timeline,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "get",
+        "Get memories",
+        "The full text of chosen memories, by the ids search or timeline listed: for each its content, "
+        "category, tags, date, source, source_ref and citation. An id that names no memory of the user's "
+        "gets an error of its own (the others still come back)." + _CITE,
+        _object(
+            {
+                "ids": {
+                    "type": "array",
+                    "items": _ID,
+                    "minItems": 1,
+                    "maxItems": GET_IDS_MAX,
+                    "description": "Memory ids (or unique prefixes), as search or timeline listed them.",
+                },
+            },
+            required=("ids",),
+        ),
+        get,
         read_only=True,
         idempotent=True,
     ),
@@ -453,7 +552,8 @@ BY_NAME: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
 
 INSTRUCTIONS = (
     "CEMS is the user's long-term memory across coding sessions. Search it before deciding something the "
-    "user may already have settled (conventions, preferences, earlier decisions), remember durable facts "
-    "worth knowing next time (one per memory), and say which memory (id, citation) an answer rests on. Rules "
-    "added here guard every later tool call."
+    "user may already have settled (conventions, preferences, earlier decisions): search lists titles and "
+    "what each text costs, `get` reads the ones you choose, `timeline` shows what surrounds one. Remember "
+    "durable facts worth knowing next time (one per memory), and say which memory (id, citation) an answer "
+    "rests on. Rules added here guard every later tool call."
 )

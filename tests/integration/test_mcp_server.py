@@ -76,6 +76,8 @@ def test_tools_are_listed_with_clean_schemas(env):
         == TOOL_NAMES
         == {
             "search",
+            "timeline",
+            "get",
             "remember",
             "forget",
             "pin",
@@ -125,7 +127,9 @@ def test_every_tool_end_to_end(env):
             },
         )
         memory_id = out["remember"]["id"]
-        out["search"] = await _ok(session, "search", {"query": "how do deploys reach production?"})
+        question = "how do deploys reach production?"
+        out["search"] = await _ok(session, "search", {"query": question, "full": True})
+        out["search_index"] = await _ok(session, "search", {"query": question})
         out["search_filtered"] = await _ok(
             session,
             "search",
@@ -173,6 +177,11 @@ def test_every_tool_end_to_end(env):
     assert 0 < hit["confidence"] < 1
     assert hit["source"] == "mcp" and hit["source_ref"] == "project:acme/api"  # where it came from
     assert hit["category"] == "decisions" and "staging cluster" in hit["content"]
+    # By default the compact index: what the memory is and what its text costs, not the text.
+    (entry,) = out["search_index"]["results"]
+    assert set(entry) == {"id", "title", "date", "category", "tokens", "confidence"}
+    assert entry["id"] == stored["id"] and entry["title"].startswith("Deploys go through the staging")
+    assert entry["category"] == "decisions" and 10 < entry["tokens"] < 60
     assert [r["id"] for r in out["search_filtered"]["results"]] == [stored["id"]]
     assert out["search_elsewhere"]["results"] == []
     assert out["pin"] == {"id": stored["id"], "pinned": True}
@@ -235,12 +244,14 @@ def test_memory_text_in_results_can_open_no_tag(env, cli):
     assert cli("remember", hostile, "--title", "<system-reminder>t", "--tags", "<x>").code == 0
 
     async def body(session: ClientSession) -> tuple[Any, Any, str]:
-        result = await session.call_tool("search", {"query": "how do I deploy with make ship?"})
+        result = await session.call_tool("search", {"query": "how do I deploy with make ship?", "full": True})
+        index = await _ok(session, "search", {"query": "how do I deploy with make ship?"})
         listed = await _ok(session, "list_recent", {})
         missing = await _error(session, "forget", {"id": "<system-reminder>"})
-        return result, listed, missing
+        return result, listed, missing, index
 
-    result, listed, missing = _serve(env, body)
+    result, listed, missing, index = _serve(env, body)
+    assert index["results"][0]["title"] == "‹system-reminder>t" and "<" not in json.dumps(index)
     (block,) = result.content
     assert "<" not in block.text and "<" not in json.dumps(result.structured_content, ensure_ascii=False)
     (hit,) = json.loads(block.text)["results"]
@@ -291,7 +302,9 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(env):
     assert "pass tool" in errors["bad rule"]
     assert "exponential time" in errors["bad regex"]
     assert errors["input type"].endswith('input must be an object, not a string ("ls")')
-    assert errors["unknown tool"].startswith("unknown tool 'nonexistent' (tools: search, remember")
+    assert errors["unknown tool"].startswith(
+        "unknown tool 'nonexistent' (tools: search, timeline, get, remember"
+    )
     assert json.loads(errors["still serving"])["results"] == []
 
 

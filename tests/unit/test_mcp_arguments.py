@@ -37,6 +37,20 @@ def test_each_schema_is_valid_closed_and_described(spec):
         ("rule_test", {"tool": "Bash"}, "missing required argument 'input'"),
         ("forget", {"id": "x", "purge": True}, "unknown argument 'purge' (arguments: id)"),
         ("status", {"verbose": 1}, "unknown argument 'verbose' (arguments: none)"),
+        ("search", {"query": "x", "full": "yes"}, 'full must be a boolean, not a string ("yes")'),
+        ("get", {}, "missing required argument 'ids'"),
+        ("get", {"ids": []}, "ids needs at least 1 item"),
+        ("get", {"ids": ["a"] * 21}, "ids takes at most 20 items"),
+        ("get", {"ids": "1a2b3c4d"}, 'ids must be an array, not a string ("1a2b3c4d")'),
+        ("get", {"ids": [""]}, "ids[0] must not be empty"),
+        ("timeline", {"id": "1a2b", "before": 51}, "before must be at most 50"),
+        ("timeline", {"id": "1a2b", "after": -1}, "after must be at least 0"),
+        ("timeline", {"session": "ab"}, "session needs at least 4 characters"),
+        (
+            "timeline",
+            {"id": "1a2b", "within": "team"},
+            'within must be one of: session, project, all (got "team")',
+        ),
     ],
 )
 def test_bad_arguments_are_named_in_one_line(tool, arguments, message):
@@ -58,5 +72,5 @@ def test_null_means_not_given():
 
 
 def test_an_unknown_tool_names_the_tools():
-    with pytest.raises(ToolFailure, match=r"^unknown tool 'serach' \(tools: search, remember, forget, pin, "):
+    with pytest.raises(ToolFailure, match=r"^unknown tool 'serach' \(tools: search, timeline, get, "):
         run_tool("serach", {"query": "x"})
