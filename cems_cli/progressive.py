@@ -226,6 +226,21 @@ class Fetched:
     error: str | None = None
 
 
+def full_entry(record: MemoryRecord) -> dict[str, Any]:
+    """A memory as `get` gives it: the full text and where it came from, without the bookkeeping a list
+    shows (scope, pin, source_ref: the citation says it in words); title and tags only when it has them."""
+    from cems_cli.results import citation
+
+    data: dict[str, Any] = {"id": record.id, "category": record.category,
+                            "date": compact_date(record.created_at)}
+    if record.title:
+        data["title"] = record.title
+    if record.tags:
+        data["tags"] = record.tags
+    data.update(content=record.content, citation=citation(record.source, record.source_ref))
+    return data
+
+
 def get_many(service: MemoryService, ids: Sequence[str]) -> list[Fetched]:
     """Each id (or unique prefix) in order: the live memory you can see, else a one-line error for that id
     alone. Another user's memory is "no memory", exactly like an id that does not exist."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from cems_cli.cli.common import JsonOption, check_range, console, emit_json, shown
+from cems_cli.cli.common import JsonOption, add_id_column, check_range, console, emit_json, shown
 
 
 def audit(
@@ -35,7 +35,10 @@ def audit(
 
     table = Table(title="Audit (newest first)")
     for column in ("when", "who", "action", "team", "memory", "detail"):
-        table.add_column(column)
+        if column == "memory":
+            add_id_column(table, column)
+        else:
+            table.add_column(column)
     for entry in found:
         what = entry.memory_id[:8] if entry.memory_id else ""
         if entry.query_hash:

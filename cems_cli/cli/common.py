@@ -16,6 +16,8 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 from typer.models import DefaultPlaceholder
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from cems_cli.api import Memory
 
 
@@ -88,8 +90,31 @@ def emit_json(payload: Any) -> None:
     sys.stdout.flush()
 
 
+SHORT_ID_CHARS = 8
+
+
 def short_id(memory_id: str) -> str:
-    return memory_id[:8]
+    return memory_id[:SHORT_ID_CHARS]
+
+
+def add_id_column(table: Table, name: str = "id", style: str = "") -> None:
+    """A table column of short ids: never folded mid-id on a narrow terminal (the other columns give way),
+    so what is shown can be copied into `cems show`."""
+    table.add_column(name, style=style, no_wrap=True, min_width=SHORT_ID_CHARS)
+
+
+def plain_value(value: Any) -> str:
+    """A stored value as a person reads it: a list as its items, a flag as yes/no, nothing as "—" (never
+    a Python repr such as ['a', 'b'] or None)."""
+    if value is None or value == "" or value == []:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple, set)):
+        return ", ".join(plain_value(item) for item in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{key}: {plain_value(item)}" for key, item in value.items())
+    return str(value)
 
 
 def confirm(question: str) -> bool:

@@ -9,11 +9,13 @@ import typer
 
 from cems_cli.cli.common import (
     JsonOption,
+    add_id_column,
     check_range,
     confirm,
     console,
     emit_json,
     fail,
+    plain_value,
     service,
     short_id,
     shown,
@@ -95,7 +97,10 @@ def search(
     scope: str = typer.Option("both", "--scope", help="personal, shared or both"),
     project: str = typer.Option(None, "--project", "-p", help="Only memories of this project."),
     mode: str = typer.Option(None, "--mode", help="vector, hybrid or auto (default CEMS_SEARCH_MODE)."),
-    explain: bool = typer.Option(False, "--explain", help="Show why each result ranks where it does."),
+    explain: bool = typer.Option(False, "--explain", help="Show why each result ranks where it does, one "
+                                 "line per factor (with --json: every number)."),
+    explain_full: bool = typer.Option(False, "--explain-full", help="--explain with every number of every "
+                                      "stage (JSON)."),
     show_all: bool = typer.Option(False, "--all", help="Also results below the confidence floor "
                                   "(CEMS_RECALL_MIN_CONFIDENCE), marked weak."),
     as_json: bool = JsonOption,
@@ -107,6 +112,7 @@ def search(
 
     check_range("--limit", limit, 1, SEARCH_LIMIT_MAX)
     check_text_size(query, _max_bytes(), "search query", "shorten it")
+    explain = explain or explain_full
     with service() as svc:
         results = svc.search(
             query,
@@ -135,35 +141,38 @@ def search(
         ("category", "magenta"),
         ("memory", ""),
     ):
-        table.add_column(column, style=style, overflow="fold")
+        if column == "id":
+            add_id_column(table, style=style)
+        else:  # on a narrow terminal these give way (fold), the id does not
+            table.add_column(column, style=style, overflow="fold", no_wrap=column == "#")
     for rank, result in enumerate(results, start=1):
         conf = f"{result.confidence:.2f}" + (" weak" if result.weak else "")
         table.add_row(str(rank), short_id(result.id), f"{result.score:.3f}", conf, result.category,
                       shown(result.snippet), style="dim" if result.weak else None)
     console.print(table)
     if explain:
-        _print_explain(results)
+        _print_explain(results, full=explain_full)
 
 
-def _print_explain(results: list[Any]) -> None:
+def _print_explain(results: list[Any], *, full: bool) -> None:
     import json
 
+    from cems_cli.cli.explain import compact
+
     for rank, result in enumerate(results, start=1):
-        console.print(f"[bold]#{rank} {short_id(result.id)}[/bold]")
-        inputs = result.explain.get("confidence") or {}
-        built = inputs.get("built_from")
-        if built:
-            # "confidence 0.71 = logistic(-3.14 + 6.52 × relative*cosine 0.55 + …), times 0.85 (captured)":
-            # what it is built from, in one line (the JSON below has every number).
-            terms = " + ".join(f"{t['weight']:g} × {name} {t['value']:.2f}"
-                               for name, t in built["terms"].items())
-            formula = str(built["formula"]).replace("logistic(intercept + sum of weight * value)",
-                                                    f"logistic({built['intercept']:g} + {terms})")
-            weak = " (weak)" if result.weak else ""
-            console.print(f"confidence {result.confidence:.2f}{weak} = {formula}; "
-                          f"cosine {inputs['cosine']:.2f}, lexical {inputs['lexical']:.2f}, "
-                          f"relative {inputs['relative']:.2f}", markup=False)
-        console.print(json.dumps(result.explain, indent=2, default=str), markup=False)
+        chunk = result.explain.get("chunk_index")
+        weak = ", weak" if result.weak else ""
+        head = (f"#{rank} {short_id(result.id)}  score {result.score:.3f}, "
+                f"confidence {result.confidence:.2f}{weak}" + (f", chunk {chunk}" if chunk else ""))
+        console.print(head, style="bold", markup=False, highlight=False, soft_wrap=True)
+        if full:
+            console.print(json.dumps(result.explain, indent=2, default=str), markup=False)
+            continue
+        width = max((len(name) for name, _ in compact(result.explain)), default=0)
+        for name, text in compact(result.explain):
+            # soft_wrap: one line of output per factor (the terminal may fold it, nothing inserts breaks);
+            # entity names come from stored text: literal (markup off), escapes shown by the console.
+            console.print(f"  {name:<{width}}  {text}", markup=False, highlight=False, soft_wrap=True)
 
 
 def list_(
@@ -190,7 +199,8 @@ def list_(
     from rich.table import Table
 
     table = Table(title=f"{len(records)} memories")
-    for column in ("id", "category", "scope", "created", "memory"):
+    add_id_column(table)
+    for column in ("category", "scope", "created", "memory"):
         table.add_column(column, overflow="fold")
     for r in records:
         flat = " ".join(r.content.split())
@@ -212,11 +222,12 @@ def show(
     from rich.table import Table
 
     table = Table(show_header=False, title=f"Memory {record.id}")
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
+    table.add_column("field", style="bold", no_wrap=True)
+    # Wide enough for a whole id (a uuid: 36 characters), so ids and dates are not folded.
+    table.add_column("value", overflow="fold", min_width=len(record.id))
     for key, value in data.items():
         if key != "content":
-            table.add_row(key, shown("" if value is None else str(value)))
+            table.add_row(key, shown(plain_value(value)))
     console.print(table)
     console.print(record.content, markup=False)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, fail, service, short_id, shown
+from cems_cli.cli.common import JsonOption, add_id_column, console, emit_json, fail, service, short_id, shown
 
 rule_app = typer.Typer(
     help="Rules that block, ask about or warn on an agent's tool calls.", no_args_is_help=True
@@ -71,7 +71,8 @@ def list_(
     from rich.table import Table
 
     table = Table(title=f"{len(rules)} rules")
-    for column in ("id", "action", "tool", "pattern", "reason", "where"):
+    add_id_column(table)
+    for column in ("action", "tool", "pattern", "reason", "where"):
         table.add_column(column, overflow="fold")
     for r in rules:
         where = ", ".join(

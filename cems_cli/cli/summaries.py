@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, service, short_id, shown
+from cems_cli.cli.common import JsonOption, add_id_column, console, emit_json, service, short_id, shown
 
 if TYPE_CHECKING:
     from cems_cli.api import StoredSummary
@@ -56,7 +56,8 @@ def summaries(
     from rich.table import Table
 
     table = Table()
-    for column in ("id", "project", "level", "title", "memories", "period"):
+    add_id_column(table)
+    for column in ("project", "level", "title", "memories", "period"):
         table.add_column(column, overflow="fold")
     for s in found:
         table.add_row(short_id(s.id), shown(s.project.removeprefix("project:") or "—"), str(s.level),

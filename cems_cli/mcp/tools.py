@@ -11,7 +11,7 @@ Nothing heavy is imported at module level: `tools/list` must not load the model 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -140,7 +140,6 @@ def search(args: dict[str, Any]) -> dict[str, Any]:
     every result's text and metadata, as before the index existed."""
     from cems_cli.cli.common import service
     from cems_cli.embedding.limits import check_text_size
-    from cems_cli.progressive import entry_of_result
 
     query = args["query"]
     check_text_size(query, _max_bytes(), "search query", "shorten it")
@@ -152,10 +151,15 @@ def search(args: dict[str, Any]) -> dict[str, Any]:
             scope=args.get("scope", SearchScope.BOTH.value),
             project=_project(args.get("project")),
         )
-    if args.get("full", False):
-        return {"query": query, "count": len(results), "results": [_result_json(r) for r in results]}
-    return {"query": query, "count": len(results),
-            "results": [entry_of_result(r).to_json() for r in results]}
+    return search_payload(query, results, full=args.get("full", False))
+
+
+def search_payload(query: str, results: Sequence[Any], *, full: bool = False) -> dict[str, Any]:
+    """What `search` answers for these results: the compact index, or (`full`) every text and its metadata."""
+    from cems_cli.progressive import entry_of_result
+
+    rows = [_result_json(r) for r in results] if full else [entry_of_result(r).to_json() for r in results]
+    return {"query": query, "count": len(results), "results": rows}
 
 
 def timeline(args: dict[str, Any]) -> dict[str, Any]:
@@ -173,8 +177,14 @@ def get(args: dict[str, Any]) -> dict[str, Any]:
     from cems_cli.cli.common import service
 
     with service() as memory:
-        fetched = memory.get_many(args["ids"])
-    memories = [_memory_json(f.record) if f.record is not None else {"id": f.asked, "error": f.error}
+        return get_payload(memory.get_many(args["ids"]))
+
+
+def get_payload(fetched: Sequence[Any]) -> dict[str, Any]:
+    """What `get` answers: each id's memory in full, or its own error."""
+    from cems_cli.progressive import full_entry
+
+    memories = [full_entry(f.record) if f.record is not None else {"id": f.asked, "error": f.error}
                 for f in fetched]
     return {"count": sum(f.record is not None for f in fetched), "memories": memories}
 
@@ -365,9 +375,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "get",
         "Get memories",
-        "The full text of chosen memories, by the ids search or timeline listed: for each its content, "
-        "category, tags, date, source, source_ref and citation. An id that names no memory of the user's "
-        "gets an error of its own (the others still come back)." + _CITE,
+        "The full text of chosen memories, by the ids search or timeline listed: for each its id, category, "
+        "date, title and tags (when it has them), content and citation. An id that names no memory of the "
+        "user's gets an error of its own (the others still come back)." + _CITE,
         _object(
             {
                 "ids": {

@@ -79,7 +79,12 @@ def test_search_index_then_get_the_chosen_ids(env, store):
     # One bad id is an error of its own; another user's memory is no memory at all, never its text.
     mixed = out["mixed"]["memories"]
     assert out["mixed"]["count"] == 1
-    assert mixed[0]["id"] == store["s2"] and mixed[0]["content"].startswith("Fixed it with alembic")
+    assert mixed[0] == {
+        "id": store["s2"], "category": "learnings", "date": "2026-11-20T09:12Z",
+        "title": "alembic stamp head fixes 0042", "tags": [f"session:{SESSION}"],
+        "content": "Fixed it with alembic stamp head before upgrading.",
+        "citation": "Claude Code session in project acme/api",
+    }
     assert mixed[1] == {"id": store["foreign"], "error": f"no memory with id {store['foreign']!r}"}
     assert mixed[2] == {"id": store["gone"], "error": f"memory {store['gone']} is forgotten (archived)"}
     assert mixed[3] == {"id": "0000dead", "error": "no memory with id '0000dead'"}
