@@ -324,7 +324,7 @@ class Memory:
                  after: int = 5, within: str | None = None) -> Timeline:
         """What was stored around a memory (within its session, else its project) or a session (its
         memories, and its project's before and after), oldest first, as index entries."""
-        from cems_cli.progressive import timeline
+        from cems_cli.lookup import timeline
 
         return timeline(self._service, id_or_prefix, session=session, before=before, after=after,
                         within=within)
@@ -332,7 +332,7 @@ class Memory:
     def get_many(self, ids: Sequence[str]) -> builtins.list[Fetched]:
         """The live memories of these ids (or prefixes), in order; an id that names none of yours (unknown,
         another user's, forgotten) gets its own one-line error instead of failing the rest."""
-        from cems_cli.progressive import get_many
+        from cems_cli.lookup import get_many
 
         return get_many(self._service, ids)
 

@@ -37,8 +37,8 @@ def _fusion(data: Mapping[str, Any]) -> str:
 
 
 def _rerank(data: Mapping[str, Any]) -> str:
-    if data.get("rerank") is None:
-        return f"not reranked (rank {data.get('rank')}), {_n(data.get('score'))}"
+    if data["rerank"] is None:  # a record without the key is of another shape: shown plain
+        return f"not reranked (rank {data['rank']}), {_n(data['score'])}"
     return (f"fused {_n(data['fused'])} × {_n(data['w_fused'])} + reranker {_n(data['rerank'])} × "
             f"{_n(data['w_rerank'])} → {_n(data['score'])}")
 

@@ -24,7 +24,7 @@ FRONT_ENDS = ("cli", "server", "mcp", "hookhandlers", "evaluation")
 LIBRARY = ("api",)
 # The capture engine (capture/: the Stop worker and the observer over one transcript reader and extraction)
 # writes memories and its own bookkeeping tables in one transaction, so it works beside the service.
-ENGINE = ("service", "rules.manage", "bulk", "maintain", "recall", "capture")
+ENGINE = ("service", "rules.manage", "bulk", "maintain", "recall", "capture", "lookup")
 # Front ends allowed to reach the engine, and why.
 EXEMPT = {
     # Replays sessions through the capture engine on a controlled clock; its questions go through the real
@@ -48,6 +48,8 @@ FRONT_END_MAY_USE = (
     "capture.spool", "capture.worker.spawn_worker", "capture.observer_daemon", "capture.observer_settings",
     # What a session's profile already showed (the prompt hook leaves those ids out): the hooks' stdlib file.
     "injected",
+    # The compact index, timeline and full-text shapes of progressive recall, which every front end shows.
+    "progressive",
 )
 
 
