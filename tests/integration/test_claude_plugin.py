@@ -119,7 +119,7 @@ def test_no_command_pre_approves_taking_a_rule_away(name):
                 assert not approved, (tool, command)
         else:  # the MCP tools: none of them removes or weakens a rule (test_mcp_server checks `forget`)
             assert tool.removeprefix(TOOL_PREFIX) in {
-                "search", "list_recent", "remember", "forget", "rule_add", "rule_list"
+                "search", "get", "timeline", "list_recent", "remember", "forget", "rule_add", "rule_list"
             }, tool
 
 
