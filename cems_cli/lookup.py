@@ -55,7 +55,7 @@ def timeline(service: MemoryService, memory_id: str | None = None, *, session: s
             raise UserError(f"memory {record.id} was not captured in a session (use within project or all)")
         if walk is Within.PROJECT and project is None:
             raise UserError(f"memory {record.id} has no project (use within all)")
-        scope = store.Within(
+        scope = store.Walk(
             session_tag=SESSION_TAG_PREFIX + own_session if walk is Within.SESSION and own_session else None,
             project=project if walk is Within.PROJECT else None,
         )
@@ -68,7 +68,9 @@ def timeline(service: MemoryService, memory_id: str | None = None, *, session: s
                         project=project, before=len(earlier), after=len(later))
     assert session is not None
     tag = _session_tag(service, session)
-    own, total = store.in_session(conn, identity, tag, SESSION_MEMORIES_MAX)
+    own, total, end = store.in_session(conn, identity, tag, SESSION_MEMORIES_MAX)
+    if end is None:  # gone between finding its tag and reading it
+        raise UserError(f"no session {tag[len(SESSION_TAG_PREFIX):]!r} among your memories")
     projects = {project_of(r.source_ref) for r in own} - {""}
     walk = chosen or (Within.PROJECT if len(projects) == 1 else Within.ALL)
     if walk is Within.SESSION:
@@ -77,10 +79,10 @@ def timeline(service: MemoryService, memory_id: str | None = None, *, session: s
         project = next(iter(projects)) if walk is Within.PROJECT and len(projects) == 1 else None
         if walk is Within.PROJECT and project is None:
             raise UserError(f"session {tag[len(SESSION_TAG_PREFIX):]} has no single project (use within all)")
-        scope = store.Within(project=project, leave_out_tag=tag)
-        first, last = store.place_of(conn, own[0].id), store.place_of(conn, own[-1].id)
-        earlier = store.neighbours(conn, identity, scope, first, after=False, limit=before)
-        later = store.neighbours(conn, identity, scope, last, after=True, limit=after)
+        scope = store.Walk(project=project, leave_out_tag=tag)
+        earlier = store.neighbours(conn, identity, scope, store.place_of(conn, own[0].id), after=False,
+                                   limit=before)
+        later = store.neighbours(conn, identity, scope, end, after=True, limit=after)
     entries = [*map(entry_of_record, earlier), *(entry_of_record(r, anchor=True) for r in own),
                *map(entry_of_record, later)]
     return Timeline(walk.value, entries, session=tag[len(SESSION_TAG_PREFIX) :],

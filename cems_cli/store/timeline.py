@@ -23,7 +23,7 @@ class Place:
 
 
 @dataclass(frozen=True)
-class Within:
+class Walk:
     """The memories a timeline walks: those of one session tag, or one project, or (both None) all."""
 
     session_tag: str | None = None
@@ -38,7 +38,7 @@ def place_of(conn: psycopg.Connection, memory_id: str) -> Place:
     return Place(row[0], int(row[1]))
 
 
-def _where(identity: Identity, within: Within) -> tuple[list[str], dict[str, Any]]:
+def _where(identity: Identity, within: Walk) -> tuple[list[str], dict[str, Any]]:
     vis, params = visibility_clause(identity)
     where = [vis, live_clause()]
     if within.session_tag is not None:
@@ -54,7 +54,7 @@ def _where(identity: Identity, within: Within) -> tuple[list[str], dict[str, Any
 
 
 def neighbours(
-    conn: psycopg.Connection, identity: Identity, within: Within, place: Place, *, after: bool, limit: int
+    conn: psycopg.Connection, identity: Identity, within: Walk, place: Place, *, after: bool, limit: int
 ) -> list[MemoryRecord]:
     """Up to `limit` memories recorded just before (or after) `place`, oldest first."""
     if limit < 1:
@@ -74,9 +74,10 @@ def neighbours(
 
 def in_session(
     conn: psycopg.Connection, identity: Identity, session_tag: str, limit: int
-) -> tuple[list[MemoryRecord], int]:
-    """The first `limit` memories of a session, oldest first, and how many it has in all."""
-    where, params = _where(identity, Within(session_tag=session_tag))
+) -> tuple[list[MemoryRecord], int, Place | None]:
+    """The first `limit` memories of a session, oldest first, how many it has in all, and where its last
+    one sits (past `limit`, what follows the session starts there)."""
+    where, params = _where(identity, Walk(session_tag=session_tag))
     params["limit"] = limit
     clause = " AND ".join(where)
     rows = conn.execute(
@@ -84,14 +85,20 @@ def in_session(
         "ORDER BY d.created_at, d.seq LIMIT %(limit)s",
         params,
     ).fetchall()
-    total = conn.execute(f"SELECT count(*) FROM memory_documents d WHERE {clause}", params).fetchone()
-    return [MemoryRecord.from_row(r) for r in rows], int(total[0]) if total else 0
+    last = conn.execute(
+        f"SELECT count(*) OVER (), d.created_at, d.seq FROM memory_documents d WHERE {clause} "
+        "ORDER BY d.created_at DESC, d.seq DESC LIMIT 1",
+        params,
+    ).fetchone()
+    if last is None:
+        return [], 0, None
+    return [MemoryRecord.from_row(r) for r in rows], int(last[0]), Place(last[1], int(last[2]))
 
 
 def session_tags(conn: psycopg.Connection, identity: Identity, prefix: str) -> list[str]:
     """The `session:<id>` tags of your live memories whose session id starts with `prefix` (at most two:
     one is an answer, two say the prefix is ambiguous)."""
-    where, params = _where(identity, Within())
+    where, params = _where(identity, Walk())
     literal = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")  # LIKE's wildcards
     params["pattern"] = "session:" + literal + "%"
     rows = conn.execute(
