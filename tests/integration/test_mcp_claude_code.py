@@ -52,6 +52,7 @@ def test_the_model_calls_search_and_reads_the_memory(claude, env, tmp_path):
         model.script(
             ToolUse("mcp__cems__forget", {"id": "no-such-memory"}),  # a tool error: the server lives on
             ToolUse("mcp__cems__search", {"query": "which database do integration tests use?"}),
+            ToolUse("mcp__cems__get", {"ids": [memory_id]}),  # progressive recall: the index, then the text
         )
         result = run_claude(
             claude,
@@ -63,20 +64,23 @@ def test_the_model_calls_search_and_reads_the_memory(claude, env, tmp_path):
                 "--mcp-config",
                 str(_mcp_config(tmp_path, env)),
                 "--allowedTools",
-                "mcp__cems__search,mcp__cems__forget",
+                "mcp__cems__search,mcp__cems__get,mcp__cems__forget",
             ],
             env={"ENABLE_TOOL_SEARCH": "false"},  # MCP tools offered directly, callable in the first reply
         )
     assert result.returncode == 0, result.stderr[-2000:]
     assert not model.errors, "the fake model crashed:\n" + "\n".join(model.errors)
     assert {"mcp__cems__search", "mcp__cems__remember", "mcp__cems__status"} <= _offered(model)
-    forgot, found = model.tool_results
+    forgot, found, got = model.tool_results
     assert forgot.get("is_error") is True and "no memory with id 'no-such-memory'" in json.dumps(forgot)
-    assert not found.get("is_error")
-    # The tool result reached the model's next request, with the memory, its id and where it came from.
+    assert not found.get("is_error") and not got.get("is_error")
+    # The index reached the model's next request with the memory's id; `get` brought its text and where it
+    # came from.
     after = next(b for b in model.message_bodies if found["tool_use_id"] in json.dumps(b.get("messages")))
+    assert memory_id in json.dumps(after["messages"])
+    after = next(b for b in model.message_bodies if got["tool_use_id"] in json.dumps(b.get("messages")))
     sent = json.dumps(after["messages"])
-    assert MEMORY in sent and memory_id in sent and "project:acme/api" in sent
+    assert MEMORY in sent and memory_id in sent and "written by hand (project acme/api)" in sent
     assert "done." in result.stdout
 
 
