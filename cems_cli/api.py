@@ -16,6 +16,7 @@ the first call that needs the database (a connection) or the model (an embedding
 from __future__ import annotations
 
 import builtins
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,7 +41,9 @@ if TYPE_CHECKING:
     from cems_cli.rules.model import Rule
     from cems_cli.service import MemoryService
     from cems_cli.store.audit import AuditEntry
+    from cems_cli.store.browse import History, SessionEntry
     from cems_cli.store.lifecycle import Restored
+    from cems_cli.store.notify import Change
     from cems_cli.store.records import NewMemory
     from cems_cli.store.teams import TeamRow
 
@@ -379,6 +382,91 @@ class Memory:
         the memory it went into, and the two are not merged again. UserError for an unknown id."""
         restored: Restored = self._service.restore(id_or_prefix)
         return restored
+
+    # Browsing (`cems ui`) -------------------------------------------------------------------------------
+    def browse(
+        self, *, category: str | None = None, scope: str = "both", project: str | None = None,
+        source: str | None = None, pinned: bool | None = None, since: datetime | None = None,
+        until: datetime | None = None, state: str = "live", limit: int = 50, offset: int = 0,
+    ) -> builtins.list[MemoryRecord]:
+        """Your memories (and your team's shared ones) by filters, pinned first, newest first. `state`:
+        live, archived (forgotten, merged, expired: what `restore` can bring back) or all."""
+        from cems_cli.store.browse import STATES, Filters, browse
+
+        service = self._service
+        if state not in STATES:
+            raise UserError(f"unknown state {state!r} (expected one of: {', '.join(STATES)})")
+        if limit < 1 or offset < 0:
+            raise UserError("--limit must be at least 1")
+        filters = Filters(category=service._category(category), scope=service._search_scope(scope),
+                          project=project or None, source=source or None, pinned=pinned, since=since,
+                          until=until, state=state)
+        return browse(service.conn, service.identity, filters, limit=limit, offset=offset)
+
+    def history(self, id_or_prefix: str) -> History:
+        """What happened to one memory: stored, edited, used (searches, recall), merged, archived; on a team
+        server the audit trail's entries for it. UserError for an id you cannot see."""
+        from cems_cli.store.browse import history
+
+        service = self._service
+        found = history(service.conn, service.identity, service.resolve(id_or_prefix))
+        if found is None:
+            raise UserError(f"no memory with id {id_or_prefix!r}")
+        return found
+
+    def edit(self, id_or_prefix: str, text: str, *, title: str | None = None) -> str:
+        """New text for one of your live memories (redacted and checked like `remember`'s, re-embedded);
+        its category, tags, project and provenance stay. Rules change through `rules`, not here."""
+        service = self._service
+        record = service.get(id_or_prefix)
+        if record.category == "rules":
+            raise UserError(f"{id_or_prefix!r} is a guard rule: change it with `cems rule`")
+        if record.archived:
+            raise UserError(f"memory {id_or_prefix!r} is forgotten: restore it before editing")
+        if record.user_id != service.settings.user:
+            raise UserError(f"memory {id_or_prefix!r} is not yours to edit")
+        # "manual": a person's edit is refused whole when too large, never cut (see MemoryService.prepare).
+        memory = service.prepare(text, category=record.category, scope=record.scope, tags=record.tags,
+                                 title=record.title if title is None else title, project=record.source_ref,
+                                 source="manual", context=record.context)
+        if memory.content == record.content and memory.title == record.title:
+            return record.id
+        if not service.replace(record.id, memory):
+            raise UserError("another memory of yours already holds this text: nothing changed")
+        return record.id
+
+    def sessions(self, project: str | None = None, *, limit: int = 30) -> builtins.list[SessionEntry]:
+        """The latest agent sessions and what each stored (memories tagged `session:<id>`), newest first."""
+        from cems_cli.store.browse import sessions
+
+        if limit < 1:
+            raise UserError("--limit must be at least 1")
+        return sessions(self._service.conn, self._service.identity, project or None, limit=limit)
+
+    def changes(self, stop: threading.Event) -> Iterator[Change]:
+        """Memories stored, changed, forgotten, restored or purged by any process, as they commit, until
+        `stop` is set (ids only: read them with `get`). Holds a connection of its own while it runs."""
+        from cems_cli.store.db import connect
+        from cems_cli.store.notify import changes
+
+        conn = connect(self.settings)
+        try:
+            yield from changes(conn, stop)
+        finally:
+            conn.close()
+
+    def rule_firings(self) -> dict[str, dict[str, int]]:
+        """How often each rule fired on this machine ({rule id: {block/ask/warn: times}}), as the PreToolUse
+        hook counted them in CEMS_HOME."""
+        from cems_cli.rules.hits import counts
+
+        return counts(str(self.settings.home))
+
+    def recall_preview(self, prompt: str, *, project: str | None = None,
+                       exclude: Sequence[str] = ()) -> builtins.list[SearchResult]:
+        """What `recall` would return for this prompt, with each result's explain, without stamping the
+        memories as recalled (looking is not use)."""
+        return self._service.recall(prompt, project=project, exclude=exclude, explain=True, stamp=False)
 
     # The store ------------------------------------------------------------------------------------------
     def status(self) -> Status:

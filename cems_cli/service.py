@@ -450,10 +450,12 @@ class MemoryService:
         deadline: float | None = None,
         exclude: Sequence[str] = (),
         explain: bool = False,
+        stamp: bool = True,
     ) -> builtins.list[SearchResult]:
         """What the prompt hook injects; what is not given comes from the live settings (CEMS_RECALL_*,
         `cems config set recall_limit 2`, …). `deadline`: a time.monotonic() moment the answer is due.
-        `exclude`: ids already in the agent's context, left out before the limit and budget apply."""
+        `exclude`: ids already in the agent's context, left out before the limit and budget apply.
+        `stamp=False` (a preview): last_recalled is left as it was."""
         from cems_cli.retrieval.pipeline import SearchRequest, run_search
         from cems_cli.store.memories import record_recall
 
@@ -483,7 +485,7 @@ class MemoryService:
         self.take_search()
         results = run_search(self, request)
         self.audit_search("recall", query, request.scope, results)
-        if results:
+        if results and stamp:
             # Recall on every prompt is not an access: counting it raised the priority of whatever was
             # injected, so a memory that matched loosely once was injected ever more often (on the capture
             # benchmark the session records reached priority 2.0 and topped unrelated questions). It is use,

@@ -164,6 +164,12 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
     decision = decide(rules, tool_name, tool_input, project=current_project, cwd=cwd, on_timeout=_on_timeout)
     if guarded is not None and (decision is None or decision.action != "block"):
         return pre_tool_use_answer(guarded)
+    if decision is not None:
+        # Counted for the rules page of `cems ui`; only when a rule fires, so the usual call pays nothing.
+        from cems_cli.hookio import cems_home
+        from cems_cli.rules.hits import record
+
+        record(cems_home(), str(decision.rule.id), decision.action, time.time())
     return pre_tool_use_answer(decision)  # the user's own block (`rm -rf /`) gives its own reason
 
 

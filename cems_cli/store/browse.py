@@ -1,0 +1,178 @@
+"""SQL for browsing memories (the local viewer, `cems ui`): filtered lists, one memory's history, sessions.
+
+Every query applies the same visibility clause as search and `list` (your memories, your team's shared ones);
+on a team server row-level security filters them again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
+from cems_cli.store.records import MemoryRecord, document_columns
+
+STATES = ("live", "archived", "all")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What `browse` selects on; None (or "") means any."""
+
+    category: str | None = None
+    scope: str = "both"
+    project: str | None = None
+    source: str | None = None
+    pinned: bool | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    state: str = "live"
+
+
+def browse(conn: psycopg.Connection, identity: Identity, filters: Filters, *, limit: int = 50,
+           offset: int = 0) -> list[MemoryRecord]:
+    """Memories matching every filter, pinned first, newest first."""
+    vis, params = visibility_clause(identity, filters.scope)
+    where = [vis]
+    if filters.state == "live":
+        where.append(live_clause())
+    elif filters.state == "archived":
+        where.append(f"NOT {live_clause()}")
+    if filters.category:
+        where.append("d.category = %(category)s")
+        params["category"] = filters.category
+    if filters.project:
+        where.append(project_clause())
+        params["project"] = filters.project
+    if filters.source:
+        where.append("d.source = %(source)s")
+        params["source"] = filters.source
+    if filters.pinned is not None:
+        where.append("d.pinned = %(pinned)s")
+        params["pinned"] = filters.pinned
+    if filters.since is not None:
+        where.append("d.created_at >= %(since)s")
+        params["since"] = filters.since
+    if filters.until is not None:
+        where.append("d.created_at < %(until)s")
+        params["until"] = filters.until
+    params.update(limit=limit, offset=offset)
+    rows = conn.execute(
+        f"SELECT {document_columns()} FROM memory_documents d WHERE {' AND '.join(where)} "
+        "ORDER BY d.pinned DESC, d.created_at DESC, d.id LIMIT %(limit)s OFFSET %(offset)s",
+        params,
+    ).fetchall()
+    return [MemoryRecord.from_row(r) for r in rows]
+
+
+@dataclass
+class History:
+    """What happened to one memory: when it was made, changed, used, merged, archived; and the audit trail's
+    entries for it on a team server."""
+
+    created_at: datetime
+    updated_at: datetime
+    access_count: int
+    last_accessed: datetime | None
+    last_recalled: datetime | None
+    archived_at: datetime | None
+    merged_into: str | None
+    merged_from: list[dict[str, Any]] = field(default_factory=list)
+    audit: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        """Its text or fields changed after it was stored (the insert stamps both times alike)."""
+        return self.updated_at > self.created_at
+
+
+def history(conn: psycopg.Connection, identity: Identity, memory_id: str) -> History | None:
+    vis, params = visibility_clause(identity)
+    row = conn.execute(
+        "SELECT d.created_at, d.updated_at, d.access_count, d.last_accessed, d.last_recalled, d.archived_at, "
+        f"d.merged_into, d.merged_from FROM memory_documents d WHERE d.id::text = %(id)s AND {vis}",
+        {**params, "id": memory_id},
+    ).fetchone()
+    if row is None:
+        return None
+    merged_from = [m for m in (row[7] or []) if isinstance(m, dict)]
+    audit = [
+        {"at": at, "actor": actor, "action": action, "team": team}
+        for at, actor, action, team in conn.execute(
+            "SELECT at, actor, action, team_id FROM cems_audit WHERE memory_id = %s "
+            "ORDER BY at DESC LIMIT 50",
+            (memory_id,),
+        ).fetchall()
+    ]
+    return History(row[0], row[1], int(row[2] or 0), row[3], row[4], row[5],
+                   str(row[6]) if row[6] else None, merged_from, audit)
+
+
+@dataclass
+class SessionEntry:
+    """One agent session and the memories it stored, oldest first."""
+
+    session_id: str
+    project: str | None
+    first_at: datetime
+    last_at: datetime
+    memories: list[MemoryRecord]
+    asked: list[str] = field(default_factory=list)
+
+
+def sessions(conn: psycopg.Connection, identity: Identity, project: str | None = None, *,
+             limit: int = 30, per_session: int = 30) -> list[SessionEntry]:
+    """The latest sessions (by their newest memory) with what each stored, from the `session:<id>` tags
+    capture puts on every memory it makes; `project` keeps one project's."""
+    vis, params = visibility_clause(identity)
+    where = [vis, live_clause(), "t.tag LIKE 'session:%%'"]
+    if project:
+        where.append(project_clause())
+        params["project"] = project
+    params.update(limit=limit, per=per_session)
+    rows = conn.execute(
+        "WITH tagged AS ("
+        f" SELECT substr(t.tag, 9) AS session_id, d.id, d.created_at FROM memory_documents d,"
+        f" unnest(d.tags) AS t(tag) WHERE {' AND '.join(where)}),"
+        " latest AS (SELECT session_id, max(created_at) AS last_at FROM tagged GROUP BY session_id"
+        " ORDER BY last_at DESC LIMIT %(limit)s),"
+        " ranked AS (SELECT t.session_id, t.id, row_number() OVER (PARTITION BY t.session_id"
+        " ORDER BY t.created_at DESC) AS n FROM tagged t JOIN latest USING (session_id))"
+        f" SELECT r.session_id, {document_columns()} FROM ranked r JOIN memory_documents d ON d.id = r.id"
+        " WHERE r.n <= %(per)s ORDER BY r.session_id, d.created_at, d.seq",
+        params,
+    ).fetchall()
+    grouped: dict[str, list[MemoryRecord]] = {}
+    for row in rows:
+        grouped.setdefault(row[0], []).append(MemoryRecord.from_row(row[1:]))
+    asked = _asked(conn, identity.user, list(grouped))
+    found = [
+        SessionEntry(sid, _project_of(records), records[0].created_at, records[-1].created_at, records,
+                     asked.get(sid, []))
+        for sid, records in grouped.items()
+    ]
+    return sorted(found, key=lambda s: s.last_at, reverse=True)
+
+
+def _asked(conn: psycopg.Connection, user: str, session_ids: list[str]) -> dict[str, list[str]]:
+    """What each session was asked, from capture's running record (absent for imported sessions)."""
+    if not session_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT session_id, record -> 'asked' FROM capture_sessions "
+        "WHERE user_id = %s AND session_id = ANY(%s)",
+        (user, session_ids),
+    ).fetchall()
+    return {sid: [str(a) for a in (asked or []) if isinstance(a, str)] for sid, asked in rows}
+
+
+def _project_of(records: list[MemoryRecord]) -> str | None:
+    for record in records:
+        ref = record.source_ref or ""
+        if ref.startswith("project:"):
+            parts = ref.split(":")
+            return ":".join(parts[:2])
+    return None
