@@ -21,6 +21,7 @@ from cems_cli.cli import (
     summaries,
     team,
     transfer,
+    ui,
     uninstall,
 )
 from cems_cli.cli.common import use_tidy_help
@@ -57,7 +58,7 @@ def _root(
 
 
 for group in (memory, rules, settings, transfer, admin, team, audit, maintain, summaries, hooks, mcp, plugin,
-              observer, evaluation, uninstall):
+              observer, evaluation, uninstall, ui):
     group.register(app)
 use_tidy_help(app)
 

@@ -1,6 +1,6 @@
 """The package's layers, checked on the source (every import, function-level ones included):
 
-    front ends   cli/ · server/ · mcp/ · hookhandlers/ · evaluation/ · capture/
+    front ends   cli/ · server/ · mcp/ · hookhandlers/ · evaluation/ · capture/ · ui/
         │  go through
     library      api.py (`import cems`)
         │
@@ -20,7 +20,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "cems_cli"
 
-FRONT_ENDS = ("cli", "server", "mcp", "hookhandlers", "evaluation")
+FRONT_ENDS = ("cli", "server", "mcp", "hookhandlers", "evaluation", "ui")
 LIBRARY = ("api",)
 # The capture engine (capture/: the Stop worker and the observer over one transcript reader and extraction)
 # writes memories and its own bookkeeping tables in one transaction, so it works beside the service.
@@ -41,7 +41,7 @@ FRONT_END_MAY_USE = (
     "store.db.StoreError", "store.db.locate", "text", "embedding.limits", "embedding.base.EmbeddingError",
     "embedding.EmbeddingError", "recall.format_recall", "rules.model", "rules.parse", "rules.matcher",
     "rules.snapshot", "rules.refresh", "rules.regex_safety", "rules.guard", "rules.guard_bash",
-    "rules.timeout_policy",
+    "rules.timeout_policy", "rules.hits",
     # The hooks' stdlib paths (the spool the PostToolUse/Stop hooks write, the worker the Stop hook starts)
     # and the observer daemon `cems observe` runs.
     "command.plain", "command.tree", "command.model",

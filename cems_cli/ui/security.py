@@ -1,0 +1,140 @@
+"""Who may talk to the viewer: only a browser that opened the URL `cems ui` printed, on this machine.
+
+The server binds 127.0.0.1, but any local user, and any web page the user visits, can reach a loopback
+port. So every request must carry the session cookie the printed URL's one-time `?token=` turns into
+(HttpOnly, SameSite=Strict: no other site's page can send it); a `Host` other than the server's own is refused
+(DNS rebinding: a hostile name resolving to 127.0.0.1 would otherwise be same-origin with the viewer); a
+write from another origin is refused; and every write carries a CSRF token the pages embed, checked in the
+route (`check_csrf`). Hand-written as a pure ASGI middleware: Starlette's TrustedHostMiddleware answers a
+bad Host but knows nothing of tokens or origins, and a BaseHTTPMiddleware would buffer the live stream.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+SAFE_METHODS = frozenset({"GET", "HEAD"})
+CSRF_FIELD = "csrf"
+CSRF_HEADER = "x-csrf-token"
+MAX_FIELD_BYTES = 8 << 20
+
+# Every page: no framing, no referrer (the first URL carried the token), nothing cached, scripts only from
+# the viewer itself (htmx is vendored; `allowEval` is off in base.html, so hx-on/js: cannot run either).
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    ),
+    "x-frame-options": "DENY",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+}
+
+
+def cookie_name(port: int) -> str:
+    """Cookies are not kept apart by port: one per port, so two users' viewers in one browser never
+    overwrite each other's."""
+    return f"cems_ui_{port}"
+
+
+def _same(given: str | None, expected: str) -> bool:
+    return given is not None and hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
+
+
+class Guard:
+    """The ASGI middleware in front of every route (static files and the live stream included)."""
+
+    def __init__(self, app: ASGIApp, *, token: str, port: int) -> None:
+        self.app = app
+        self.token = token
+        self.port = port
+        self.cookie = cookie_name(port)
+        self.hosts = frozenset({f"127.0.0.1:{port}", f"localhost:{port}"})
+        self.origins = frozenset(f"http://{host}" for host in self.hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        response = self.refusal(scope)
+        if response is None:
+            await self.app(scope, receive, _with_headers(send))
+        else:
+            await response(scope, receive, _with_headers(send))
+
+    def refusal(self, scope: Scope) -> Response | None:
+        """The answer to a request that may not reach the app, else None."""
+        headers = Headers(scope=scope)
+        if headers.get("host") not in self.hosts:
+            return PlainTextResponse("unknown Host: open the address `cems ui` printed", status_code=400)
+        method = scope["method"]
+        if method not in SAFE_METHODS:
+            origin = headers.get("origin")
+            if origin is not None and origin not in self.origins:
+                return PlainTextResponse("cross-origin request refused", status_code=403)
+            if headers.get("sec-fetch-site") in ("cross-site", "same-site"):
+                return PlainTextResponse("cross-site request refused", status_code=403)
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True))
+        if "token" in query and method in SAFE_METHODS:
+            if not _same(query.get("token"), self.token):
+                return PlainTextResponse("wrong token: open the address `cems ui` printed", status_code=403)
+            # The token becomes the cookie, and leaves the address bar (and the history) at once.
+            rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
+            target = scope["path"] + (f"?{rest}" if rest else "")
+            redirect = RedirectResponse(target, status_code=303)
+            redirect.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
+            return redirect
+        if not _same(_cookie(headers, self.cookie), self.token):
+            return PlainTextResponse(
+                "not signed in: open the address `cems ui` printed (it carries a token)", status_code=401
+            )
+        return None
+
+
+def _cookie(headers: Headers, name: str) -> str | None:
+    from http.cookies import CookieError, SimpleCookie
+
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(headers.get("cookie", ""))
+    except CookieError:
+        return None
+    morsel = jar.get(name)
+    return morsel.value if morsel is not None else None
+
+
+def _with_headers(send: Send) -> Send:
+    async def sending(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            present = {key.lower() for key, _ in message.get("headers", [])}
+            extra = [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()
+                     if k.encode() not in present]
+            message["headers"] = [*message.get("headers", []), *extra]
+        await send(message)
+
+    return sending
+
+
+async def check_csrf(request: Request, token: str) -> dict[str, str]:
+    """The form of a write, once its CSRF token (form field or header) is the server's; 403 otherwise."""
+    # A field may hold a memory's text: up to the largest CEMS_MAX_MEMORY_BYTES, so a text over the user's
+    # limit reaches the library and comes back with its message and the text, instead of a bare 400.
+    form = await request.form(max_part_size=MAX_FIELD_BYTES)
+    given = request.headers.get(CSRF_HEADER) or form.get(CSRF_FIELD)
+    if not isinstance(given, str) or not _same(given, token):
+        raise HTTPException(403, "missing or wrong CSRF token: reload the page and try again")
+    return {key: value for key, value in form.items() if isinstance(value, str)}
