@@ -1,0 +1,200 @@
+"""What `cems ui` stands on: the change notifications (sql/012), the rule firing counts the PreToolUse hook
+keeps, hooks that import no web package, and the `cems ui` command itself (prints its address, stops when
+idle, names a taken port)."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_pre_tool_use_hook import bash, run_hook, set_rules
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+# --- change notifications ---------------------------------------------------------------------------------
+
+def test_writes_notify_ids_only_and_reads_notify_nothing(env):
+    import cems
+    from cems_cli.store.db import connect
+    from cems_cli.store.notify import CHANNEL, parse
+
+    with cems.open() as memory:
+        listener = connect(memory.settings)
+        listener.execute(f"LISTEN {CHANNEL}")
+
+        def drain(wait: float = 1.0) -> list[str]:
+            return [n.payload for n in listener.notifies(timeout=wait, stop_after=50)]
+
+        drain(0.1)
+        secret_text = "The deploy key rotation happens on Fridays"
+        memory_id = memory.remember(secret_text, category="decisions").id
+        assert drain() == [f"insert {memory_id}"]
+        memory.search("deploy key rotation")  # an access: counted, not announced
+        assert drain(0.5) == []
+        memory.pin(memory_id)
+        memory.forget(memory_id)
+        memory.restore(memory_id)
+        assert drain() == [f"update {memory_id}"] * 3
+        memory.forget(memory_id, purge=True)
+        payloads = drain()
+        assert f"delete {memory_id}" in payloads
+        assert all(secret_text not in p and env["CEMS_USER"] not in p for p in payloads)
+        rows = [{"content": f"bulk memory number {i}", "category": "general"} for i in range(120)]
+        memory.import_records(rows)
+        assert drain() == ["bulk"]
+        listener.close()
+    assert parse("insert abc").id == "abc" and parse("bulk").op == "bulk"
+    assert parse("drop table x") is None and parse("insert " + "a" * 65) is None
+
+
+def test_changes_stream_until_stopped(env):
+    import cems
+
+    with cems.open() as memory, cems.open() as writer:
+        stop = threading.Event()
+        seen: list[tuple[str, str | None]] = []
+
+        def listen() -> None:
+            for change in memory.changes(stop):
+                seen.append((change.op, change.id))
+                stop.set()
+
+        thread = threading.Thread(target=listen)
+        thread.start()
+        time.sleep(1.0)  # the LISTEN is in place (the connection opens and migrates first)
+        made = writer.remember("A memory stored by another connection", category="general").id
+        thread.join(timeout=10)
+        assert seen == [("insert", made)]
+
+
+# --- rule firings -------------------------------------------------------------------------------------------
+
+def test_the_hook_counts_each_rule_that_fires_and_nothing_else(tmp_path):
+    from cems_cli.rules.hits import FILE_NAME, counts
+    from cems_cli.rules.model import make_rule
+
+    home = tmp_path / "home"
+    home.mkdir()
+    set_rules(home, make_rule("git push --force*", "Bash", reason="history", id="r1"),
+              make_rule("terraform apply*", "Bash", action="ask", id="r2"))
+    run_hook(home, bash("git status"))
+    assert not (home / FILE_NAME).exists()  # a call no rule concerns writes nothing
+    for command in ("git push --force", "git push --force origin", "terraform apply"):
+        assert run_hook(home, bash(command)).answer is not None
+    assert counts(str(home)) == {"r1": {"block": 2}, "r2": {"ask": 1}}
+    assert stat.S_IMODE((home / FILE_NAME).stat().st_mode) == 0o600
+
+
+def test_rule_counts_skip_garbage_lines(tmp_path):
+    from cems_cli.rules.hits import FILE_NAME, counts, record
+
+    (tmp_path / FILE_NAME).write_text("junk\n1 explode r9\n\n")
+    record(str(tmp_path), "r1", "warn", 5.0)
+    assert counts(str(tmp_path)) == {"r1": {"warn": 1}}
+    assert counts(str(tmp_path / "missing")) == {}
+
+
+# --- no web package in the hooks or the CLI's start ------------------------------------------------------
+
+def test_hooks_and_the_cli_import_no_web_package():
+    code = (
+        "import sys\n"
+        "import cems_cli.hookhandlers.pre_tool_use, cems_cli.hookhandlers.post_tool_use\n"
+        "import cems_cli.hookhandlers.user_prompt_submit, cems_cli.hookhandlers.session_start\n"
+        "import cems_cli.hookhandlers.stop, cems_cli.cli.app\n"
+        "web = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('starlette', 'uvicorn', 'jinja2', 'sse_starlette', 'cems_cli.ui') or m.startswith('cems_cli.ui'))\n"
+        "print(web)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+# --- the command ---------------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _start(env: dict[str, str], *args: str, **extra: str) -> subprocess.Popen[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("CEMS_")}
+    full.update(env, **extra)
+    return subprocess.Popen([sys.executable, "-m", "cems_cli.cli.app", "ui", *args], env=full, cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _first_line(proc: subprocess.Popen[str], timeout: float = 60.0) -> str:
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, "cems ui printed nothing"
+    return proc.stdout.readline()
+
+
+def test_cems_ui_prints_a_token_url_serves_it_and_stops_when_idle(env):
+    import urllib.error
+    import urllib.request
+
+    port = _free_port()
+    proc = _start(env, "--no-browser", "--port", str(port), CEMS_UI_IDLE_SECONDS="3")
+    try:
+        line = _first_line(proc)
+        assert line.startswith(f"CEMS viewer on http://127.0.0.1:{port}/?token="), line
+        url = line.split()[-1]
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/memories", timeout=10)
+        assert refused.value.code == 401
+
+        class Keep(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+                return None
+
+        with pytest.raises(urllib.error.HTTPError) as redirected:
+            urllib.request.build_opener(Keep).open(url, timeout=10)
+        assert redirected.value.code == 303 and "HttpOnly" in redirected.value.headers["set-cookie"]
+        assert proc.wait(timeout=30) == 0  # idle for 3 s: it stopped by itself
+        assert "stopping: idle" in proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_cems_ui_stops_on_ctrl_c_and_names_a_taken_port(env):
+    port = _free_port()
+    proc = _start(env, "--no-browser", "--port", str(port))
+    try:
+        _first_line(proc)
+        second = _start(env, "--no-browser", "--port", str(port))
+        out, err = second.communicate(timeout=60)
+        assert second.returncode == 2 and err.count("\n") == 1, err  # one line, as for any bad input
+        assert f"cannot listen on 127.0.0.1:{port}" in err and "--port" in err
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130  # stopped by Ctrl-C, as a shell reports it
+        assert proc.stderr is not None and "Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_cems_ui_refuses_a_bad_port_and_idle_value(env):
+    bad_port = _start(env, "--no-browser", "--port", "70000")
+    _, err = bad_port.communicate(timeout=60)
+    assert bad_port.returncode == 2 and "--port" in err
+    bad_idle = _start(env, "--no-browser", "--port", str(_free_port()), CEMS_UI_IDLE_SECONDS="soon")
+    _, err = bad_idle.communicate(timeout=60)
+    assert bad_idle.returncode == 2 and "CEMS_UI_IDLE_SECONDS" in err
