@@ -1,4 +1,4 @@
-"""Change notifications (sql/012_memory_notify.sql): LISTEN on a dedicated connection for the ids of memories
+"""Change notifications (sql/012_viewer.sql): LISTEN on a dedicated connection for the ids of memories
 that were stored, changed, forgotten, restored or purged. The payload holds an operation and an id, never
 text; a reader reads the row through the usual visibility rules."""
 
