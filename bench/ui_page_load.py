@@ -100,8 +100,9 @@ def main() -> int:
     met = results["memories (list)"]["p50_ms"] <= TARGET_MS
     print(f"memories page p50 {results['memories (list)']['p50_ms']:.1f} ms "
           f"({'meets' if met else 'misses'} the {TARGET_MS:g} ms target)")
-    data: dict[str, Any] = {"count": args.count, "repeat": args.repeat, "import_seconds": round(load_seconds, 1),
-                            "pages": results, "target_ms": TARGET_MS, "met": met}
+    data: dict[str, Any] = {"count": args.count, "repeat": args.repeat,
+                            "import_seconds": round(load_seconds, 1), "pages": results,
+                            "target_ms": TARGET_MS, "met": met}
     write_results("ui_page_load", data)
     return 0
 
