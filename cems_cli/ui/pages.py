@@ -67,19 +67,24 @@ class _Pages:
         params = request.query_params
         form = {key: params.get(key, "") for key in
                 ("q", "category", "scope", "project", "source", "pinned", "since", "until", "state")}
-        error, results, records = None, [], []
+        error, results, records, page = None, [], [], 1
         try:
             filters = _filters(form)
+            page = _page(params.get("page", ""))
             if form["q"].strip():
                 results = await self.viewer.call(self._search, form["q"], filters)
             else:
-                records = await self.viewer.call(self.memory.browse, limit=RESULTS, **filters)
+                records = await self.viewer.call(self.memory.browse, limit=RESULTS,
+                                                 offset=(page - 1) * RESULTS, **filters)
         except UserError as problem:
             error = str(problem)
         status = 400 if error else 200
+        kept = {key: value for key, value in form.items() if value}
+        older = urlencode({**kept, "page": page + 1}) if len(records) == RESULTS else ""
         return self.viewer.render(request, "memories.html", status, form=form, results=results,
                                   records=records, error=error, categories=CATEGORIES, scopes=SCOPES,
-                                  states=STATES, query=urlencode({"q": form["q"]}) if form["q"] else "")
+                                  states=STATES, query=urlencode({"q": form["q"]}) if form["q"] else "",
+                                  page=page, older=older)
 
     def _search(self, query: str, filters: dict[str, Any]) -> list[Any]:
         """Search (weak results too, marked), then the filters search itself does not take. Looking in
@@ -297,6 +302,14 @@ def _filters(form: dict[str, str]) -> dict[str, Any]:
     return {"category": category, "scope": scope, "project": _project(form["project"]),
             "source": form["source"].strip() or None, "pinned": pinned, "since": since,
             "until": until + timedelta(days=1) if until else None, "state": state}
+
+
+def _page(value: str) -> int:
+    if not value.strip():
+        return 1
+    if not value.strip().isdigit() or not 1 <= int(value) <= 100_000:
+        raise UserError(f"page: expected a number from 1, not {value.strip()[:20]!r}")
+    return int(value)
 
 
 def _day(value: str, name: str) -> datetime | None:

@@ -84,12 +84,24 @@ def test_search_with_filters(client, memory):
     assert pinned[:8] in client.get("/memories", params={"q": "deploy billing helm", "pinned": "yes"}).text
 
 
+def test_the_list_pages_through_older_memories(client, memory):
+    rows = [{"content": f"Paged memory number {i} about the build", "category": "context"} for i in range(55)]
+    memory.import_records(rows)
+    first = client.get("/memories", params={"category": "context"}).text
+    assert first.count('class="memory') == 50
+    older = re.search(r'href="/memories\?([^"]+)" id="older"', first)
+    assert older and "category=context" in older.group(1) and "page=2" in older.group(1)
+    second = client.get("/memories?" + older.group(1).replace("&amp;", "&")).text
+    assert second.count('class="memory') == 5 and 'id="older"' not in second
+
+
 @pytest.mark.parametrize(("params", "message"), [
     ({"since": "yesterday"}, "since: expected a date like 2026-01-31"),
     ({"category": "nonsense"}, "unknown category"),
     ({"scope": "everyone"}, "unknown scope"),
     ({"pinned": "maybe"}, "pinned: expected yes or no"),
     ({"state": "archived", "q": "anything"}, "search covers live memories"),
+    ({"page": "0"}, "page: expected a number from 1"),
 ])
 def test_bad_filters_get_a_message(client, params, message):
     answer = client.get("/memories", params=params)
