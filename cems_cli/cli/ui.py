@@ -17,10 +17,11 @@ def ui(
     """See and steer your memories in the browser: search, edit, forget, restore, pin, share; sessions, the
     next session's preview, rules, maintenance, team. Local only (127.0.0.1, a token in the printed address);
     stops on Ctrl-C or after CEMS_UI_IDLE_SECONDS (default 1800) without a request."""
-    try:
-        from cems_cli.ui import server
-    except ImportError:
-        fail(INSTALL_HINT, code=1)
+    from cems_cli.ui import server
+
+    missing = server.missing_packages()
+    if missing:
+        fail(f"{INSTALL_HINT} (missing: {', '.join(missing)})", code=1)
     check_range("--port", port, 1, 65535)
     chosen = server.default_port() if port is None else port
 

@@ -20,6 +20,22 @@ DEFAULT_IDLE_SECONDS = 1800.0
 PORT_BASE, PORT_SPAN = 10000, 20000
 
 
+WEB_PACKAGES = ("starlette", "uvicorn", "jinja2", "sse_starlette")
+
+
+def missing_packages() -> list[str]:
+    """The `ui` extra's packages this Python cannot import (the command names the install line)."""
+    import importlib
+
+    missing = []
+    for name in WEB_PACKAGES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
 def default_port(uid: int | None = None) -> int:
     return PORT_BASE + (os.getuid() if uid is None else uid) % PORT_SPAN
 

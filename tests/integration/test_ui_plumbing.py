@@ -198,3 +198,11 @@ def test_cems_ui_refuses_a_bad_port_and_idle_value(env):
     bad_idle = _start(env, "--no-browser", "--port", str(_free_port()), CEMS_UI_IDLE_SECONDS="soon")
     _, err = bad_idle.communicate(timeout=60)
     assert bad_idle.returncode == 2 and "CEMS_UI_IDLE_SECONDS" in err
+
+
+def test_cems_ui_without_the_web_extra_names_the_install_line(cli, monkeypatch):
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # what an install without the extra looks like
+    result = cli("ui", "--no-browser")
+    assert result.code == 1
+    assert "pip install 'cems[ui]'" in result.stderr and "missing: uvicorn" in result.stderr
+    assert result.stderr.count("\n") == 1
