@@ -55,9 +55,11 @@ def idle_seconds() -> float:
 
 def bind(port: int) -> socket.socket:
     """The listening socket on 127.0.0.1 only; a one-line UserError when the port is taken."""
-    if not 1 <= port <= 65535:
+    if not 0 <= port <= 65535:  # 0: any free port (tests)
         raise UserError(f"--port must be between 1 and 65535, not {port}")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on the connections only of a socket that names it, and
+    # without it every page waited ~40 ms for a delayed ACK (measured: 45 ms → 3 ms a request).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(("127.0.0.1", port))
