@@ -233,13 +233,18 @@ class _Pages:
 
     # Maintenance ------------------------------------------------------------------------------------------
     async def maintenance(self, request: Request) -> Response:
-        report = await self.viewer.call(self.memory.maintain, dry_run=True)
-        return self.viewer.render(request, "maintenance.html", report=report, ran=False)
+        return await self._maintain(request, dry_run=True)
 
     async def run_maintenance(self, request: Request) -> Response:
         await check_csrf(request, self.viewer.csrf)
-        report = await self.viewer.call(self.memory.maintain)
-        return self.viewer.render(request, "maintenance.html", report=report, ran=True)
+        return await self._maintain(request, dry_run=False)
+
+    async def _maintain(self, request: Request, *, dry_run: bool) -> Response:
+        try:
+            report = await self.viewer.call(self.memory.maintain, dry_run=dry_run)
+        except (UserError, RuntimeError) as problem:  # RuntimeError: another maintenance is running
+            return self.viewer.render(request, "error.html", 409, error=str(problem))
+        return self.viewer.render(request, "maintenance.html", report=report, ran=not dry_run)
 
     # Team -------------------------------------------------------------------------------------------------
     async def team(self, request: Request) -> Response:

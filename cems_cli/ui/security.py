@@ -35,7 +35,7 @@ MAX_FIELD_BYTES = 8 << 20
 # the viewer itself (htmx is vendored; `allowEval` is off in base.html, so hx-on/js: cannot run either).
 SECURITY_HEADERS = {
     "content-security-policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
         "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
     ),
     "x-frame-options": "DENY",
