@@ -23,6 +23,7 @@ CATEGORIES = ("preferences", "decisions", "patterns", "context", "learnings", "g
 SCOPES = ("both", "personal", "shared")
 STATES = ("live", "archived", "all")
 RESULTS = 50
+EXPLAINED_QUERIES = 8
 # What a redirect after a write says; a fixed set, so no request can make a page print its own text.
 NOTICES = {
     "forgotten": "Forgotten (archived): restore brings it back.",
@@ -58,6 +59,7 @@ class _Pages:
     def __init__(self, viewer: Viewer) -> None:
         self.viewer = viewer
         self.memory = viewer.memory
+        self.explained: dict[str, dict[str, dict[str, Any]]] = {}  # query → result id → its factors
 
     # Memories ---------------------------------------------------------------------------------------------
     async def home(self, request: Request) -> Response:
@@ -94,6 +96,11 @@ class _Pages:
         results = self.memory.search(query, limit=RESULTS, category=filters["category"],
                                      scope=filters["scope"], project=filters["project"], explain=True,
                                      include_weak=True, track_access=False)
+        # A result opened from this page shows the factors of this very search (its filters included),
+        # without searching again: kept for the latest few queries.
+        self.explained[" ".join(query.split())] = {r.id: _explain(r) for r in results}
+        while len(self.explained) > EXPLAINED_QUERIES:
+            self.explained.pop(next(iter(self.explained)))
         since, until = filters["since"], filters["until"]
         return [
             r for r in results
@@ -126,9 +133,10 @@ class _Pages:
     def _detail(self, memory_id: str, query: str) -> tuple[Any, Any, Any]:
         record = self.memory.get(memory_id)
         history = self.memory.history(record.id)
-        explained = None
-        if query.strip() and not record.archived:
-            found = self.memory.search(query, limit=100, explain=True, include_weak=True, track_access=False)
+        explained = self.explained.get(" ".join(query.split()), {}).get(record.id)
+        if explained is None and query.strip() and not record.archived:
+            found = self.memory.search(query, limit=RESULTS, explain=True, include_weak=True,
+                                       track_access=False)
             explained = next((_explain(r) for r in found if r.id == record.id), None)
         return record, history, explained
 

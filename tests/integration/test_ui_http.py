@@ -155,10 +155,15 @@ def test_writes_need_csrf_and_unknown_things_are_named(client, memory):
     assert shared.status_code == 400 and "sharing needs a team" in shared.text
 
 
-def test_a_search_explains_the_score(client, memory):
+def test_a_search_explains_the_score(client, memory, monkeypatch):
     memory_id = memory.remember("The release train leaves every Tuesday at noon", category="decisions").id
     page = client.get(f"/memories/{memory_id}", params={"q": "when does the release train leave"}).text
     assert "Why it ranks" in page and "Confidence" in page and "meaning (cosine similarity)" in page
+    # Opened from a results page, a memory shows that search's factors without searching again.
+    query = "release train Tuesday"
+    assert memory_id[:8] in client.get("/memories", params={"q": query}).text
+    monkeypatch.setattr(memory, "search", lambda *a, **k: pytest.fail("searched again"))
+    assert "Why it ranks" in client.get(f"/memories/{memory_id}", params={"q": query}).text
 
 
 def test_preview_shows_what_the_hooks_would_inject(client, memory, tmp_path: Path):
