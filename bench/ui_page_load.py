@@ -1,7 +1,9 @@
 """Benchmark: page load time of `cems ui` with 10k memories (the whole request, over TCP to uvicorn).
 
-A throwaway store gets COUNT synthetic memories (bench/_common.py texts, imported in one batch through the
-library, a tenth of them tagged with one of 100 sessions); the viewer runs as `cems ui` runs it (uvicorn on
+A throwaway store gets COUNT synthetic memories (bench/_common.py texts through the import engine, a tenth
+of them tagged with one of 100 sessions; as in bench/search_latency.py, BASE texts are embedded for real and
+the others get perturbed copies of their vectors, so loading takes seconds, not minutes); the viewer runs
+as `cems ui` runs it (uvicorn on
 127.0.0.1, live updates on), and an HTTP client with the session cookie loads each page REPEAT times after a
 warm-up: the memories list (newest 50), a search, one memory with its explain, sessions, the next-session
 preview and rules. Reported: p50 and p95 in ms per page. Target: the memories page p50 under 100 ms.
@@ -18,8 +20,11 @@ import time
 from typing import Any
 
 from _common import memory_texts, percentile, print_table, query_texts, throwaway_home, write_results
+from search_latency import synthetic_vectors  # the same store as the latency bench
 
 TARGET_MS = 100.0
+BASE = 1000
+CATEGORIES = ("decisions", "learnings", "preferences", "context")
 
 
 def _free_port() -> int:
@@ -37,21 +42,31 @@ def main() -> int:
     import httpx
     import uvicorn
 
-    import cems
+    from cems_cli.api import Memory
+    from cems_cli.bulk import embed_all, import_memories
+    from cems_cli.config import load_settings
+    from cems_cli.service import MemoryService
+    from cems_cli.store.records import NewMemory
     from cems_cli.ui.app import create_app
     from cems_cli.ui.server import bind
 
     with throwaway_home() as home:
-        memory = cems.open(home=home, user="bench", project="project:acme/api")
+        settings = load_settings(home=home, user="bench", team=None, database_url=None, llm_base_url=None,
+                                 llm_api_key=None, project="project:acme/api", embedding_backend="local",
+                                 embedding_model=None, embedding_dim=None)
+        service = MemoryService(settings)
+        memory = Memory(settings, service=service)
         texts = memory_texts(args.count)
-        records = [{"content": text, "category": ("decisions", "learnings", "preferences", "context")[i % 4],
-                    "tags": [f"session:bench{i % 100:04d}"] if i % 10 == 0 else [],
-                    "source_ref": "project:acme/api" if i % 2 else None}
-                   for i, text in enumerate(texts)]
         started = time.perf_counter()
-        report = memory.import_records(records, trusted=True)
+        vectors = synthetic_vectors(embed_all(texts[:BASE], service.embedder.embed), len(texts))
+        row_of = {text: i for i, text in enumerate(texts)}
+        memories = [NewMemory(content=text, category=CATEGORIES[i % len(CATEGORIES)], source="bench",
+                              tags=[f"session:bench{i % 100:04d}"] if i % 10 == 0 else [],
+                              source_ref=settings.project if i % 2 else None)
+                    for i, text in enumerate(texts)]
+        report = import_memories(service, memories, embed=lambda batch: vectors[[row_of[t] for t in batch]])
         load_seconds = time.perf_counter() - started
-        print(f"imported {len(report.ids)} memories in {load_seconds:.1f} s")
+        print(f"loaded {len(report.ids)} memories in {load_seconds:.1f} s", flush=True)
         memory.warm_up()
 
         port = _free_port()
