@@ -141,10 +141,13 @@ def serve(memory: Memory, *, port: int, browser: bool, say: Callable[[str], None
                 server.should_exit = True
 
     threading.Thread(target=watch, name="cems-ui-idle", daemon=True).start()
-    if browser:
-        page = launch_file(memory.settings.home, url)
+    page = launch_file(memory.settings.home, url) if browser else None
+    if page is not None:
         threading.Thread(target=open_browser, args=(page.as_uri(),), daemon=True).start()
     try:
         server.run(sockets=[sock])
     finally:
         sock.close()
+        if page is not None:  # its token dies with this server; the file goes with it
+            with contextlib.suppress(OSError):
+                page.unlink()

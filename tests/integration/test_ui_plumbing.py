@@ -206,3 +206,31 @@ def test_cems_ui_without_the_web_extra_names_the_install_line(cli, monkeypatch):
     assert result.code == 1
     assert "pip install 'cems[ui]'" in result.stderr and "missing: uvicorn" in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+def test_the_browser_is_opened_on_a_private_page_never_on_the_token(env, tmp_path):
+    """$BROWSER gets the launch page's path; the page (0600, in the private run folder) holds the address
+    and is gone when the viewer stops."""
+    seen = tmp_path / "browser-args"
+    fake = tmp_path / "fake-browser"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" > {seen}\ncat \"${{1#file://}}\" >> {seen}\n")
+    fake.chmod(0o700)
+    port = _free_port()
+    proc = _start(env, "--port", str(port), BROWSER=str(fake), CEMS_UI_IDLE_SECONDS="4")
+    try:
+        token = _first_line(proc).split("token=")[1].strip()
+        deadline = time.monotonic() + 20
+        while not (seen.exists() and token in seen.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        argument, page = seen.read_text().split("\n", 1)
+        assert token not in argument and argument.startswith("file://")
+        assert token in page
+        launch = Path(argument.removeprefix("file://"))
+        assert stat.S_IMODE(launch.stat().st_mode) == 0o600
+        assert stat.S_IMODE(launch.parent.stat().st_mode) == 0o700
+        assert proc.wait(timeout=30) == 0
+        assert not launch.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
