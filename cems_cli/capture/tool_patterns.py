@@ -366,6 +366,18 @@ def _tool_name(word: str) -> str:
     return "gradlew" if name in ("gradlew", "gradlew.bat") else name
 
 
+# A project's own test runner, run as a script: Django's `tests/runtests.py`, SymPy's `bin/test`, a
+# `run_tests.sh`. Named so by convention; `test` alone is the shell's builtin unless run as a path.
+_TEST_SCRIPTS = frozenset({"runtests", "run_tests", "run-tests", "runtest", "run_test", "test", "tests"})
+_SCRIPT_SUFFIXES = (".py", ".sh", ".bash")
+
+
+def _is_test_script(word: str) -> bool:
+    name = os.path.basename(word)
+    stem = name.removesuffix(next((s for s in _SCRIPT_SUFFIXES if name.endswith(s)), ""))
+    return stem.lower() in _TEST_SCRIPTS and ("/" in word or stem != name)
+
+
 def _script_kind(script: str) -> str | None:
     script = script.lower()
     for prefix, kind in _SCRIPT_PREFIXES:
@@ -497,6 +509,8 @@ def parse_command(command: str, cwd: str = "") -> list[Segment]:
         if tool == "docker" and args[:1] == ["compose"]:
             tool, args = "docker compose", args[1:]
         kind, manager = _kind_of(tool.split()[0] if tool == "docker compose" else tool, words[start + 1 :])
+        if kind is None and _is_test_script(words[start]):
+            kind = "test"
         canonical = _canonical(words, start, kind, cd_dir, cwd)
         text = one_line(" ".join(_quote(_relative(w, cwd)) for w in words), _MAX_CANONICAL)
         segments.append(Segment(kind, tool, canonical, text, manager))

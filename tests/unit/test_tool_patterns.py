@@ -108,6 +108,14 @@ def edit(clock: Clock, path: str, session: str = "s1") -> ToolEvent:
         ("make deploy-staging", "deploy", "make deploy-staging"),
         ("git status", None, "git status"),
         ("grep -rn REDIS_URL src/", None, "grep -rn REDIS_URL"),
+        # a project's own test runner, run as a script (Django, SymPy, shell scripts)
+        ("python tests/runtests.py aggregation -v 2", "test", "python tests/runtests.py aggregation -v 2"),
+        ("cd tests && ./runtests.py migrations.test_commands", "test",
+         "cd tests && ./runtests.py migrations.test_commands"),
+        ("bin/test sympy/combinatorics/tests/test_permutations.py", "test", "bin/test"),
+        ("./scripts/run_tests.sh", "test", "./scripts/run_tests.sh"),
+        ("test -f setup.py", None, "test -f"),  # the shell's builtin
+        ("python tests/test_views.py", None, "python tests/test_views.py"),
     ],
 )
 def test_commands_are_classified(command, kind, canonical):
