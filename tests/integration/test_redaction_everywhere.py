@@ -113,7 +113,10 @@ def test_rule_reasons_are_redacted_in_the_database_and_the_snapshot(cli, env, tm
     assert one_line.code == 0, one_line.stderr
 
     snapshot = (Path(env["CEMS_HOME"]) / "rules.snapshot.json").read_text()
-    reasons = sorted(rule["reason"] for rule in json.loads(snapshot)["rules"])
+    from cems_cli.rules.snapshot import read_records
+
+    records = read_records(Path(env["CEMS_HOME"]) / "rules.snapshot.json", verify=True)
+    reasons = sorted(rule["reason"] for rule in records)
     assert reasons == [
         "ask first; the deploy token [REDACTED:gitlab_token] is on the wiki",
         "never; ask in chat, Cookie: sid=[REDACTED:cookie]",

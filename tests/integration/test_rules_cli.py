@@ -28,7 +28,9 @@ def _hook(env: dict[str, str], payload: dict, cwd: str = "/tmp") -> tuple[int, d
 
 
 def _snapshot(env) -> list[dict]:
-    return json.loads((Path(env["CEMS_HOME"]) / "rules.snapshot.json").read_text())["rules"]
+    from cems_cli.rules.snapshot import read_records
+
+    return read_records(Path(env["CEMS_HOME"]) / "rules.snapshot.json", verify=True)
 
 
 def test_one_line_rule_blocks_a_matching_bash_call(cli, env):
