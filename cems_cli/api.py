@@ -670,10 +670,10 @@ class Config:
 
     def set(self, key: str, value: str, *, team: bool = False) -> SettingValue:
         """Store `value` (text, as in the environment) for you, or for your whole team."""
-        from cems_cli.live_settings import check_key, parse_value
+        from cems_cli.live_settings import check_key, check_team_key, parse_value
         from cems_cli.store import settings as store
 
-        name = check_key(key)
+        name = check_team_key(check_key(key)) if team else check_key(key)
         parsed = parse_value(name, value)
         kind, owner = self._owner(team)
         store.put(self._memory._service.conn, kind, owner, name, parsed, self._memory.settings.user)

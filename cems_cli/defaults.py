@@ -147,3 +147,11 @@ SUMMARY_SIMILARITY = 0.6
 SUMMARY_GROUP_SIZE = 12
 SUMMARY_RESULTS = 2
 SUMMARY_MAX_MEMORIES = 5_000  # a project's latest memories grouped (the work grows with memories x groups)
+
+# A team server's limits on every application role (`ALTER ROLE … SET`, by `cems admin init` and `cems admin
+# grant`): a member's lock or open transaction holds the others up this long at most, and no statement of
+# theirs runs longer. Milliseconds. A search waits 5 s for a lock before it fails; the longest statement of a
+# member's own maintenance at 100k memories takes well under 2 minutes.
+DB_LOCK_TIMEOUT_MS = 5_000
+DB_STATEMENT_TIMEOUT_MS = 120_000
+DB_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000

@@ -39,6 +39,20 @@ LIVE_KEYS = (
     "llm_backend", "claude_code_model", "claude_code_timeout",
 )
 SOURCES = ("environment", "user", "team", "config.toml", "default")
+# Settings that choose where prompts or memories are sent (a reranker, an LLM, an embedding service): each
+# user's own choice, never a team's. A team admin who set `rerank_backend=ollama` had every teammate's prompt
+# and memories posted to port 11434 of the teammate's machine, where any local user may listen. Refused by
+# `cems config set --team`, ignored in a team's stored row, and refused by the database
+# (sql/012_team_walls.sql, stored_settings_user_only_keys, keeps the same list).
+USER_ONLY_KEYS = frozenset({"rerank_backend", "llm_backend", "embedding_backend"})
+
+
+def check_team_key(key: str) -> str:
+    """`key`, or UserError when a team may not set it."""
+    if key in USER_ONLY_KEYS:
+        raise UserError(f"{key} chooses where prompts or memories are sent: each user sets it for themselves "
+                        f"(cems config set {key} VALUE, without --team)")
+    return key
 
 
 def check_key(key: str) -> str:
@@ -79,6 +93,8 @@ def apply(base: Settings, stored: dict[str, dict[str, Any]]) -> Settings:
     update: dict[str, Any] = {}
     for kind in ("team", "user"):  # the user's last: it wins
         for key, value in stored.get(kind, {}).items():
+            if kind == "team" and key in USER_ONLY_KEYS:
+                continue  # a team's row that chooses where data goes (an older CEMS stored it): not heard
             if key in LIVE_KEYS and not _from_environment(key):
                 update[key] = value
     if not update:
@@ -110,7 +126,7 @@ def source_of(
         return "environment"
     if key in stored.get("user", {}):
         return "user"
-    if key in stored.get("team", {}):
+    if key in stored.get("team", {}) and key not in USER_ONLY_KEYS:
         return "team"
     if key in (toml_keys if toml_keys is not None else toml_keys_of_config()):
         return "config.toml"

@@ -68,10 +68,15 @@ def build_profile(svc: MemoryService, project: str | None, budget: int) -> str:
 def profile_with_ids(svc: MemoryService, project: str | None, budget: int) -> tuple[str, list[str]]:
     """The profile block and the ids of the memories it shows (the prompt hook leaves those out)."""
     from cems_cli.results import citation
-    from cems_cli.store.profile import profile_sections
+    from cems_cli.store.memories import pinned_by
+    from cems_cli.store.profile import PINNED, profile_sections
     from cems_cli.text.tokens import estimate_tokens
 
     sections = profile_sections(svc.conn, svc.identity, project)
+    # A pinned shared memory names who pinned it: a guideline in every teammate's session is someone's.
+    pinned_shared = [r.id for title, records in sections if title == PINNED for r in records
+                     if r.scope == "shared"]
+    pinners = pinned_by(svc.conn, pinned_shared) if pinned_shared else {}
     parts: list[str] = []
     used = 0
     seen: set[str] = set()
@@ -81,6 +86,8 @@ def profile_with_ids(svc: MemoryService, project: str | None, budget: int) -> tu
             if record.id in seen:
                 continue
             about = f"; {_here(citation(record.source, record.source_ref), project)}"
+            if record.id in pinners and title == PINNED:
+                about += f"; pinned by {pinners[record.id]}"
             line = _line(record.id, record.category, record.created_at.isoformat(), record.content, about)
             cost = estimate_tokens(line)
             if used + cost > budget:

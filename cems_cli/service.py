@@ -608,8 +608,14 @@ class MemoryService:
         except ValueError as error:
             raise UserError(str(error)) from None
         memory_id = self.resolve(id_or_prefix)
+        admin_teams = self.session.admin_teams if self.restricted and self.session else ()
+        if self.restricted:
+            found = memories.get_memory(self.conn, self.identity, memory_id)
+            if found is not None and found.scope == "shared" and found.team_id not in admin_teams:
+                raise UserError(f"only an admin of team {found.team_id!r} can pin its shared memories")
         if not memories.pin_memory(
-            self.conn, self.identity, memory_id, pinned=not unpin, reason=reason, pin_category=category
+            self.conn, self.identity, memory_id, pinned=not unpin, reason=reason, pin_category=category,
+            admin_teams=admin_teams,
         ):
             raise UserError(f"memory {id_or_prefix!r} is not yours to pin, or is forgotten")
         return memory_id

@@ -6,8 +6,9 @@ Roles on a team server
 - `cems_app` (NOLOGIN): the group role of every person's login role; no superuser, no BYPASSRLS, so every
   policy applies. `cems admin grant ROLE` makes a login role a member.
 - `cems_admin` (NOLOGIN): members create teams, manage any team's members, set quotas, read the whole audit.
-- The administrator who runs `cems admin init` (a superuser, ideally: only a superuser can mark the full-text
-  match leakproof, which keeps the GIN index usable under row-level security) owns the schema.
+- The administrator who runs `cems admin init` owns the schema: a superuser, or on a managed service a role
+  with CREATEROLE that owns the database.
+- Every login role of cems_app gets lock, statement and idle-in-transaction time limits (defaults.py).
 """
 
 from __future__ import annotations
@@ -115,13 +116,17 @@ def init_database(settings: Settings) -> dict[str, Any]:
                                                                        sql.Identifier(role)))
                 except psycopg.errors.InsufficientPrivilege:
                     notes.append(f"{role} could not join {ADMIN_ROLE}: a superuser grants it")
+            # An earlier CEMS marked the full-text match LEAKPROOF (it let EXPLAIN show whether a hidden row
+            # matched); migration 012 undoes it when a superuser applies it, this when one runs init later.
             leakproof = _leakproof_fts(conn)
-            if not leakproof and superuser:
-                conn.execute("ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF")
+            if leakproof and superuser:
+                conn.execute("ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) NOT LEAKPROOF")
                 leakproof = _leakproof_fts(conn)
-            if not leakproof:
-                notes.append("full-text search scans the visible chunks under row-level security: a "
-                             "superuser runs `cems admin init` once to let it use the GIN index")
+            if leakproof:
+                notes.append("pg_catalog.ts_match_vq is marked LEAKPROOF (an earlier CEMS did it), which "
+                             "lets members probe rows they cannot read: a superuser runs `cems admin init` "
+                             "once to undo it")
+            limited = apply_limits(conn)
     finally:
         conn.close()
     return {
@@ -133,9 +138,33 @@ def init_database(settings: Settings) -> dict[str, Any]:
         "schema_version": version,
         "app_role": APP_ROLE,
         "admin_role": ADMIN_ROLE,
-        "fts_index_under_rls": leakproof,
+        "fts_leakproof": leakproof,
+        "limited_roles": limited,
         "notes": notes,
     }
+
+
+def _limit_role(conn: psycopg.Connection, role: str) -> None:
+    from cems_cli import defaults
+
+    for name, value in (("lock_timeout", defaults.DB_LOCK_TIMEOUT_MS),
+                        ("statement_timeout", defaults.DB_STATEMENT_TIMEOUT_MS),
+                        ("idle_in_transaction_session_timeout", defaults.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS)):
+        conn.execute(sql.SQL("ALTER ROLE {} SET {} = {}").format(
+            sql.Identifier(role), sql.Identifier(name), sql.Literal(value)))
+
+
+def apply_limits(conn: psycopg.Connection) -> int:
+    """Time limits (cems_cli/defaults.py) on every login role of cems_app, so that one member's lock or open
+    transaction holds the others up for seconds, not for as long as they like. A role's settings apply when
+    that role logs in (a group role's do not reach its members), hence one ALTER ROLE per member; `cems admin
+    grant` sets them on the roles it grants. Returns how many roles were limited."""
+    roles = [str(r[0]) for r in conn.execute(
+        "SELECT r.rolname FROM pg_roles r WHERE r.rolcanlogin AND NOT (r.rolsuper OR r.rolbypassrls) "
+        "AND pg_has_role(r.oid, %s, 'MEMBER') ORDER BY 1", (APP_ROLE,))]
+    for role in roles:
+        _limit_role(conn, role)
+    return len(roles)
 
 
 def _leakproof_fts(conn: psycopg.Connection) -> bool:
@@ -191,6 +220,7 @@ def grant(settings: Settings, role: str, *, user: str | None = None, create: boo
                     sql.Identifier(role), sql.Literal(verifier.decode())))
             for group in (APP_ROLE, ADMIN_ROLE) if admin else (APP_ROLE,):
                 conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), sql.Identifier(role)))
+            _limit_role(conn, role)
             if user is not None:
                 conn.execute(
                     "INSERT INTO cems_role_map (role_name, user_id) VALUES (%s, %s) "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -112,56 +113,24 @@ def write_documents(
     row = conn.execute("SELECT now(), row_security_active('memory_documents')").fetchone()
     assert row is not None  # a SELECT without FROM returns one row
     now, restricted = row
-    # An application role on a shared server owns no index to drop, and PostgreSQL refuses COPY FROM into a
-    # table under row-level security: its rows go through a temporary table and one INSERT … SELECT, which
-    # the policies check like any insert.
-    dropped = _drop_search_indexes(conn) if rebuild_indexes and not restricted else []
+    # An application role on a shared server owns no index to drop, PostgreSQL refuses COPY FROM into a
+    # table under row-level security, and the role may create no temporary table to stage rows in (one
+    # named memory_documents once stood in for ours): its rows go in as pipelined INSERTs, which the
+    # policies check like any insert.
     if restricted:
-        _create_staging(conn)
+        _insert_rows(conn, user, now, documents, chunks)
+        forget_stats(conn)
+        return
+    dropped = _drop_search_indexes(conn) if rebuild_indexes else []
     with conn.cursor() as cur:
-        with cur.copy(_copy_sql("memory_documents", _DOCUMENT_COPY, staged=restricted)) as copy:
+        with cur.copy(_copy_sql("memory_documents", _DOCUMENT_COPY)) as copy:
             copy.set_types([t for _, t in _DOCUMENT_COPY])
             for doc in documents:
-                m = doc.memory
-                created = m.created_at or now
-                copy.write_row(
-                    (
-                        doc.id,
-                        m.content,
-                        doc.content_hash,
-                        user,
-                        doc.team_id,
-                        m.scope,
-                        m.category,
-                        m.title,
-                        list(m.tags),
-                        m.source,
-                        m.source_ref,
-                        m.pinned,
-                        m.pin_reason,
-                        m.pin_category,
-                        m.expires_at,
-                        created,
-                        created,
-                        m.context,
-                    )
-                )
-        if restricted:
-            _insert_staged(cur, "memory_documents", _DOCUMENT_COPY)
-        with cur.copy(_copy_sql("memory_chunks", _CHUNK_COPY, staged=restricted)) as copy:
+                copy.write_row(_document_row(doc, user, now))
+        with cur.copy(_copy_sql("memory_chunks", _CHUNK_COPY)) as copy:
             copy.set_types([t for _, t in _CHUNK_COPY])
             for chunk in chunks:
-                copy.write_row(
-                    (
-                        chunk.document_id,
-                        chunk.chunk_index,
-                        chunk.content,
-                        np.asarray(chunk.embedding, dtype=np.float32),
-                        chunk.context,
-                    )
-                )
-        if restricted:
-            _insert_staged(cur, "memory_chunks", _CHUNK_COPY)
+                copy.write_row(_chunk_row(chunk))
     if dropped:
         for statement in _BUILD_SETTINGS:
             conn.execute(statement)
@@ -176,28 +145,37 @@ def analyze(conn: psycopg.Connection) -> None:
     conn.execute("ANALYZE memory_documents, memory_chunks")
 
 
-def _copy_sql(table: str, columns: Sequence[tuple[str, str]], *, staged: bool = False) -> str:
+def _document_row(doc: DocumentRow, user: str, now: Any) -> tuple:
+    m = doc.memory
+    created = m.created_at or now
+    return (doc.id, m.content, doc.content_hash, user, doc.team_id, m.scope, m.category, m.title,
+            list(m.tags), m.source, m.source_ref, m.pinned, m.pin_reason, m.pin_category, m.expires_at,
+            created, created, m.context)
+
+
+def _chunk_row(chunk: ChunkRow) -> tuple:
+    return (chunk.document_id, chunk.chunk_index, chunk.content,
+            np.asarray(chunk.embedding, dtype=np.float32), chunk.context)
+
+
+def _insert_rows(conn: psycopg.Connection, user: str, now: Any, documents: Sequence[DocumentRow],
+                 chunks: Sequence[ChunkRow]) -> None:
+    with conn.cursor() as cur:
+        for table, columns, rows in (
+            ("memory_documents", _DOCUMENT_COPY, [_document_row(doc, user, now) for doc in documents]),
+            ("memory_chunks", _CHUNK_COPY, [_chunk_row(chunk) for chunk in chunks]),
+        ):
+            if not rows:
+                continue
+            names = ", ".join(c for c, _ in columns)
+            values = ", ".join(f"%s::{t}" for _, t in columns)
+            # Names and types from the constants above.
+            cur.executemany(f"INSERT INTO {table} ({names}) VALUES ({values})", rows)
+
+
+def _copy_sql(table: str, columns: Sequence[tuple[str, str]]) -> str:
     names = ", ".join(c for c, _ in columns)
-    return f"COPY {_staging(table) if staged else table} ({names}) FROM STDIN (FORMAT BINARY)"
-
-
-def _staging(table: str) -> str:
-    return f"pg_temp.cems_staged_{table}"
-
-
-def _insert_staged(cur: psycopg.Cursor, table: str, columns: Sequence[tuple[str, str]]) -> None:
-    names = ", ".join(c for c, _ in columns)
-    cur.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM {_staging(table)}")
-
-
-def _create_staging(conn: psycopg.Connection) -> None:
-    """Temporary tables with the COPY columns of both tables, dropped at commit (or rollback)."""
-    for table, columns in (("memory_documents", _DOCUMENT_COPY), ("memory_chunks", _CHUNK_COPY)):
-        names = ", ".join(c for c, _ in columns)
-        conn.execute(  # names from the constants above
-            f"CREATE TEMPORARY TABLE IF NOT EXISTS cems_staged_{table} ON COMMIT DROP AS "
-            f"SELECT {names} FROM {table} WITH NO DATA"
-        )
+    return f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)"
 
 
 def _drop_search_indexes(conn: psycopg.Connection) -> list[str]:

@@ -389,13 +389,32 @@ def pin_memory(
     pinned: bool,
     reason: str | None,
     pin_category: str | None,
+    admin_teams: Sequence[str] = (),
 ) -> bool:
+    """Pin (or unpin) a live memory of the caller's, or a shared memory of a team in `admin_teams`: a pinned
+    shared memory opens every teammate's session, so on a team server only the team's admins pin one (the
+    database's guard says so too, and records who pinned it in pinned_by)."""
     row = conn.execute(
-        "UPDATE memory_documents SET pinned = %s, pin_reason = %s, pin_category = %s, updated_at = now() "
-        "WHERE id::text = %s AND user_id = %s AND NOT archived RETURNING id",
-        (pinned, reason if pinned else None, pin_category if pinned else None, memory_id, identity.user),
+        "UPDATE memory_documents SET pinned = %s, pin_reason = %s, pin_category = %s, pinned_by = %s, "
+        "updated_at = now() "
+        "WHERE id::text = %s AND NOT archived AND (user_id = %s OR (scope = 'shared' AND team_id = ANY(%s))) "
+        "RETURNING id",
+        (pinned, reason if pinned else None, pin_category if pinned else None,
+         identity.user if pinned else None, memory_id, identity.user, list(admin_teams)),
     ).fetchone()
     return row is not None
+
+
+def pinned_by(conn: psycopg.Connection, memory_ids: Sequence[str]) -> dict[str, str]:
+    """Who pinned each of these memories (those with a pin)."""
+    if not memory_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id::text, pinned_by FROM memory_documents "
+        "WHERE id = ANY(%s::uuid[]) AND pinned_by IS NOT NULL",
+        (list(memory_ids),),
+    ).fetchall()
+    return {str(r[0]): str(r[1]) for r in rows}
 
 
 def record_access(conn: psycopg.Connection, document_ids: Sequence[str]) -> None:

@@ -57,10 +57,15 @@ def migrate(conn: psycopg.Connection, embedding_dim: int, embedding_model: str) 
             " version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
         )
         done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        # The schema, quoted, for {{SCHEMA}}: functions name our tables with it rather than trusting a
+        # search_path (sql/012_team_walls.sql).
+        schema_row = conn.execute("SELECT quote_ident(current_schema())").fetchone()
+        schema = str(schema_row[0]) if schema_row else "public"
         for migration in migrations:
             if migration.version in done:
                 continue
-            sql = migration.path.read_text(encoding="utf-8").replace("{{EMBEDDING_DIM}}", str(embedding_dim))
+            sql = (migration.path.read_text(encoding="utf-8")
+                   .replace("{{EMBEDDING_DIM}}", str(embedding_dim)).replace("{{SCHEMA}}", schema))
             conn.execute(sql)  # trusted file shipped with the package
             conn.execute(
                 "INSERT INTO schema_migrations (version, name) VALUES (%s, %s)",

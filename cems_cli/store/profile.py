@@ -8,6 +8,7 @@ from cems_cli.store.memories import Identity, live_clause, project_clause, visib
 from cems_cli.store.records import MemoryRecord, document_columns
 
 PER_SECTION = 12
+PINNED = "Pinned guidelines"
 
 
 def _query(
@@ -31,7 +32,7 @@ def profile_sections(
     pinned_scope = f"(d.source_ref IS NULL OR {in_project})" if project else "true"
     return [
         (
-            "Pinned guidelines",
+            PINNED,
             _query(
                 conn,
                 identity,
