@@ -421,11 +421,11 @@ def record_access(conn: psycopg.Connection, document_ids: Sequence[str]) -> None
     """Every search that returns a memory bumps its access count and priority (memory-model formula)."""
     if not document_ids:
         return
-    conn.execute(
-        "UPDATE memory_documents SET access_count = access_count + 1, last_accessed = now(), "
-        "priority = 1.0 + least((access_count + 1) * 0.05, 1.0) WHERE id = ANY(%s::uuid[])",
-        (list(document_ids),),
-    )
+    # A function, not an UPDATE: on a team server a member may not update a teammate's shared memory, only
+    # bump its counters (sql/013_touch_functions.sql).
+    ids = list(document_ids)
+    for start in range(0, len(ids), 1000):  # the function takes 1000 at a time
+        conn.execute("SELECT cems_record_access(%s::uuid[])", (ids[start:start + 1000],))
 
 
 def record_recall(conn: psycopg.Connection, document_ids: Sequence[str]) -> None:
@@ -443,11 +443,7 @@ def record_recall(conn: psycopg.Connection, document_ids: Sequence[str]) -> None
         # Bookkeeping on the prompt's path: the commit need not wait for the WAL to reach the disk (a crash
         # loses at most this stamp, never makes anything inconsistent), which saves the prompt an fsync.
         conn.execute("SET LOCAL synchronous_commit = off")
-        conn.execute(
-            "UPDATE memory_documents SET last_recalled = now() WHERE id IN ("
-            "  SELECT id FROM memory_documents WHERE id = ANY(%s::uuid[]) FOR NO KEY UPDATE SKIP LOCKED)",
-            (list(document_ids),),
-        )
+        conn.execute("SELECT cems_record_recall(%s::uuid[])", (list(document_ids)[:1000],))
 
 
 def counts(conn: psycopg.Connection, identity: Identity) -> list[tuple[str, str, int]]:

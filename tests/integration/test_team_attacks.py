@@ -271,3 +271,32 @@ def test_every_trigger_runs_as_its_owner_with_a_fixed_search_path(world):
     for name, definer, config in rows:
         assert definer, name
         assert f"search_path=pg_catalog, {schema}, pg_temp" in (config or []), (name, config)
+
+
+def test_a_member_touches_a_teammates_memory_only_through_the_functions(world):
+    shared = world.ok(world.alice, "remember", "red's backups run at 02:00", "--scope", "shared",
+                      team=world.red)["id"]
+    personal = world.ok(world.alice, "remember", "alice's own backup key is in her keychain")["id"]
+    bobs = world.ok(world.bob, "remember", "red's staging is wiped on mondays", "--scope", "shared",
+                    team=world.red)["id"]
+    with world.connect(world.bob) as bob:
+        # No UPDATE of a teammate's row at all, not even of its counters.
+        assert bob.execute("UPDATE memory_documents SET access_count = 99 WHERE id = %s",
+                           (shared,)).rowcount == 0
+        # The counters move through the function, on what bob may read only.
+        bob.execute("SELECT cems_record_access(%s::uuid[])", ([shared, personal],))
+        bob.execute("SELECT cems_record_recall(%s::uuid[])", ([shared, personal],))
+    counts = dict(world.admin.execute(
+        "SELECT id::text, (access_count, last_recalled IS NOT NULL)::text FROM memory_documents "
+        "WHERE id = ANY(%s::uuid[])", ([shared, personal],)).fetchall())
+    assert counts == {shared: "(1,t)", personal: "(0,f)"}
+    # Red's admin may forget bob's shared memory, not rewrite it.
+    with world.connect(world.alice) as alice:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            alice.execute("UPDATE memory_documents SET content = 'wiped never' WHERE id = %s", (bobs,))
+        forgot = alice.execute("UPDATE memory_documents SET archived = true WHERE id = %s", (bobs,))
+        assert forgot.rowcount == 1
+    # A search bumps the counters of the teammate's memories it returns (through the function).
+    world.ok(world.bob, "search", "when do red's backups run", team=world.red)
+    assert world.admin.execute("SELECT access_count FROM memory_documents WHERE id = %s",
+                               (shared,)).fetchone()[0] >= 2

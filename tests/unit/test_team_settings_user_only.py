@@ -16,7 +16,8 @@ def test_a_teams_backend_choice_is_ignored_and_refused(monkeypatch, tmp_path):
     from cems_cli.config import load_settings
 
     base = load_settings()
-    stored = {"user": {}, "team": {"rerank_backend": "ollama", "llm_backend": "claude-code", "recall_limit": 2}}
+    team = {"rerank_backend": "ollama", "llm_backend": "claude-code", "recall_limit": 2}
+    stored: dict = {"user": {}, "team": team}
     settings = apply(base, stored)
     assert settings.rerank_backend == base.rerank_backend and settings.llm_backend == base.llm_backend
     assert settings.recall_limit == 2  # the team's other settings still apply
