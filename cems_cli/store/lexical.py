@@ -127,6 +127,16 @@ _STATS: weakref.WeakKeyDictionary[psycopg.Connection, dict[tuple[Any, ...], _Sta
 )
 
 
+def _matches(identity: Identity, query: str) -> str:
+    """The condition "chunk c matches the tsquery `query`" (an SQL expression). Under row-level security
+    the match goes through cems_fts_match (sql/014_fts_function.sql), which runs as its owner and so uses the
+    GIN index: written as a plain condition it would have to wait for the policy (the match is not
+    LEAKPROOF, or EXPLAIN would show a member the rows it hides) and read every visible chunk."""
+    if identity.restricted:
+        return f"c.id IN (SELECT cems_fts_match({query}))"
+    return f"c.search_vector @@ {query}"
+
+
 def _chunk_visibility(identity: Identity, scope: str) -> tuple[str, dict[str, Any]]:
     """What the asker may see, on the chunks' own owner columns (copied from their memory by a trigger)."""
     return visibility_clause(identity, scope, alias="c")
@@ -177,7 +187,7 @@ def collection_stats(
         owner = "" if stats.sees_all else f" AND {where}"
         counted_row = conn.execute(
             "SELECT array(SELECT (SELECT count(*) FROM memory_chunks c "
-            f"                    WHERE c.search_vector @@ t.q{owner}) "
+            f"                    WHERE {_matches(identity, 't.q')}{owner}) "
             "             FROM unnest(%(terms)s::tsquery[]) WITH ORDINALITY AS t(q, i) ORDER BY t.i)",
             {**params, "terms": [quoted(lexeme) + ":A" for lexeme in missing]},
         ).fetchone()
@@ -345,6 +355,7 @@ class _Scoring:
         self.where, self.params = filter_clause(filters)
         chunk_where, chunk_params = _chunk_visibility(filters.identity, filters.scope)
         self.chunk_where = chunk_where
+        self.matching = _matches(filters.identity, "%(matching)s::tsquery")
         self.params.update(chunk_params)
         self.params.update(k1=BM25_K1, b=BM25_B, ctx=CONTEXT_TERM_WEIGHT, avgdl=average_length, limit=limit,
                            first_limit=limit * FIRST_LIMIT_FACTOR)
@@ -378,7 +389,7 @@ class _Scoring:
             wanted += " & !(" + " | ".join(quoted(lexeme) for lexeme in excluding) + ")"
         params = {**self.params, "matching": wanted}
         scored = (f"SELECT c.id, c.document_id, c.chunk_index, {self.score} AS score FROM memory_chunks c "
-                  f"WHERE c.search_vector @@ %(matching)s::tsquery AND {self.chunk_where}")
+                  f"WHERE {self.matching} AND {self.chunk_where}")
         rows = conn.execute(
             f"SELECT m.id, m.document_id, m.chunk_index, m.score FROM ({scored} "
             "  ORDER BY score DESC, c.id LIMIT %(first_limit)s) m "
@@ -398,7 +409,7 @@ class _Scoring:
     def _more_than_first(self, conn: psycopg.Connection, params: dict[str, Any]) -> bool:
         row = conn.execute(
             "SELECT count(*) FROM (SELECT 1 FROM memory_chunks c "
-            f"WHERE c.search_vector @@ %(matching)s::tsquery AND {self.chunk_where} "
+            f"WHERE {self.matching} AND {self.chunk_where} "
             "LIMIT %(first_limit)s + 1) matched",
             params,
         ).fetchone()

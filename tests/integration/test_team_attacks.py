@@ -300,3 +300,28 @@ def test_a_member_touches_a_teammates_memory_only_through_the_functions(world):
     world.ok(world.bob, "search", "when do red's backups run", team=world.red)
     assert world.admin.execute("SELECT access_count FROM memory_documents WHERE id = %s",
                                (shared,)).fetchone()[0] >= 2
+
+
+def test_the_full_text_function_returns_only_what_the_member_may_read(world):
+    word = _word()
+    world.ok(world.alice, "remember", f"alice's personal {word} note")
+    shared = world.ok(world.alice, "remember", f"red's shared {word} note", "--scope", "shared",
+                      team=world.red)["id"]
+    world.ok(world.bob, "remember", f"blue's shared {word} note", "--scope", "shared", team=world.blue)
+    with world.connect(world.bob) as bob:
+        found = {str(r[0]) for r in bob.execute(
+            "SELECT d.id FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
+            "WHERE c.id IN (SELECT cems_fts_match(to_tsquery('english', %s)))", (word,))}
+        contents = sorted(r[0] for r in world.admin.execute(
+            "SELECT d.content FROM memory_documents d WHERE d.id = ANY(%s::uuid[])", (list(found),)))
+        assert contents == [f"blue's shared {word} note", f"red's shared {word} note"]
+        assert shared in found
+        # Its plan is not the member's to see: EXPLAIN shows a function scan, whatever matched.
+        plan = "\n".join(r[0] for r in bob.execute(
+            "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) "
+            "SELECT * FROM cems_fts_match(to_tsquery('english', %s))", (word,)))
+        assert "memory_chunks" not in plan
+    # Alice's lexical search through the CLI finds her own and red's, not blue's.
+    results = world.ok(world.alice, "search", word, "--mode", "hybrid", team=world.red)["results"]
+    assert sorted(r["content"] for r in results) == [f"alice's personal {word} note",
+                                                     f"red's shared {word} note"]
