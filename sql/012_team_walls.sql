@@ -87,6 +87,9 @@ BEGIN
     IF TG_OP = 'UPDATE' THEN
         pin_changed := (NEW.pinned, NEW.pin_reason, NEW.pin_category)
                        IS DISTINCT FROM (OLD.pinned, OLD.pin_reason, OLD.pin_category);
+        IF NOT pin_changed AND NOT privileged THEN
+            NEW.pinned_by := OLD.pinned_by;  -- who pinned is the guard's to say, never the writer's
+        END IF;
     END IF;
     IF pin_changed THEN
         IF NOT privileged AND NEW.scope = 'shared' AND NOT (NEW.team_id = ANY ({{SCHEMA}}.cems_admin_teams())) THEN
@@ -102,7 +105,8 @@ END
 $$;
 DROP TRIGGER memory_documents_guard ON {{SCHEMA}}.memory_documents;
 CREATE TRIGGER memory_documents_guard
-    BEFORE UPDATE OF user_id, team_id, scope, archived, pinned, pin_reason, pin_category ON {{SCHEMA}}.memory_documents
+    BEFORE UPDATE OF user_id, team_id, scope, archived, pinned, pin_reason, pin_category, pinned_by
+    ON {{SCHEMA}}.memory_documents
     FOR EACH ROW EXECUTE FUNCTION {{SCHEMA}}.cems_guard_document();
 CREATE TRIGGER memory_documents_guard_insert BEFORE INSERT ON {{SCHEMA}}.memory_documents
     FOR EACH ROW WHEN (NEW.pinned) EXECUTE FUNCTION {{SCHEMA}}.cems_guard_document();

@@ -6,12 +6,24 @@
 -- index serves the match, and returns only the chunks the caller may read (their own, and the shared ones
 -- of their teams): the policy's test, written out. A member sees its result, never its plan, so nothing of
 -- the rows it passed over shows.
-CREATE FUNCTION {{SCHEMA}}.cems_fts_match(p_query tsquery) RETURNS SETOF uuid
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp ROWS 200 AS $$
+--
+-- p_scope and p_team narrow the result as the application's own visibility clause does (store/memories.py
+-- visibility_clause: personal, shared of p_team or the caller's own, or both), so a count of matches needs
+-- no second pass over the table. The caller and their teams are read once per call, not per row.
+CREATE FUNCTION {{SCHEMA}}.cems_fts_match(p_query tsquery, p_scope text DEFAULT 'both', p_team text DEFAULT NULL)
+RETURNS SETOF uuid LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp
+ROWS 200 AS $$
+DECLARE
+    me    text := {{SCHEMA}}.cems_user();
+    teams text[] := {{SCHEMA}}.cems_my_teams();
+BEGIN
+    RETURN QUERY
     SELECT c.id FROM {{SCHEMA}}.memory_chunks c
     WHERE c.search_vector @@ p_query
-      AND (c.user_id = {{SCHEMA}}.cems_user()
-           OR (c.scope = 'shared' AND c.team_id = ANY ({{SCHEMA}}.cems_my_teams())))
+      AND (c.user_id = me OR (c.scope = 'shared' AND c.team_id = ANY (teams)))
+      AND ((p_scope IN ('personal', 'both') AND c.scope = 'personal' AND c.user_id = me)
+           OR (p_scope IN ('shared', 'both') AND c.scope = 'shared' AND (c.team_id = p_team OR c.user_id = me)));
+END
 $$;
-REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_fts_match(tsquery) FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION {{SCHEMA}}.cems_fts_match(tsquery) TO cems_app;
+REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_fts_match(tsquery, text, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION {{SCHEMA}}.cems_fts_match(tsquery, text, text) TO cems_app;

@@ -187,8 +187,11 @@ def test_only_team_admins_pin_shared_memories(world):
                         (world.bob, world.red))
     assert world.admin.execute("SELECT count(*) FROM memory_documents WHERE id = ANY(%s::uuid[]) AND pinned",
                                ([bobs, alices],)).fetchone()[0] == 0
-    # Red's admin pins bob's memory: every teammate's profile shows it, and who pinned it.
+    # Red's admin pins bob's memory: every teammate's profile shows it, and who pinned it (which bob, its
+    # author, cannot rewrite).
     world.ok(world.alice, "pin", bobs, team=world.red)
+    with world.connect(world.bob) as bob:
+        bob.execute("UPDATE memory_documents SET pinned_by = %s WHERE id = %s", (world.bob, bobs))
     import cems
 
     with cems.open(database_url=world.urls[world.bob], team=world.red) as memory:
@@ -311,7 +314,8 @@ def test_the_full_text_function_returns_only_what_the_member_may_read(world):
     with world.connect(world.bob) as bob:
         found = {str(r[0]) for r in bob.execute(
             "SELECT d.id FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
-            "WHERE c.id IN (SELECT cems_fts_match(to_tsquery('english', %s)))", (word,))}
+            "WHERE c.id IN (SELECT cems_fts_match(to_tsquery('english', %s), 'both', %s))",
+            (word, world.red))}
         contents = sorted(r[0] for r in world.admin.execute(
             "SELECT d.content FROM memory_documents d WHERE d.id = ANY(%s::uuid[])", (list(found),)))
         assert contents == [f"blue's shared {word} note", f"red's shared {word} note"]
@@ -319,7 +323,7 @@ def test_the_full_text_function_returns_only_what_the_member_may_read(world):
         # Its plan is not the member's to see: EXPLAIN shows a function scan, whatever matched.
         plan = "\n".join(r[0] for r in bob.execute(
             "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) "
-            "SELECT * FROM cems_fts_match(to_tsquery('english', %s))", (word,)))
+            "SELECT * FROM cems_fts_match(to_tsquery('english', %s), 'both', %s)", (word, world.red)))
         assert "memory_chunks" not in plan
     # Alice's lexical search through the CLI finds her own and red's, not blue's.
     results = world.ok(world.alice, "search", word, "--mode", "hybrid", team=world.red)["results"]
