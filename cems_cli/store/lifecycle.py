@@ -440,7 +440,10 @@ def prune(conn: psycopg.Connection, user: str, grace_days: float, *, dry_run: bo
     if dry_run:
         row = conn.execute(f"SELECT count(*) FROM memory_documents WHERE {where}", params).fetchone()
         return int(row[0]) if row else 0
-    deleted = len(conn.execute(f"DELETE FROM memory_documents WHERE {where} RETURNING id", params).fetchall())
+    # Through cems_delete_memories: a member holds no table-wide DELETE (sql/015_no_table_locks.sql).
+    deleted = len(conn.execute(
+        f"SELECT id FROM cems_delete_memories(ARRAY(SELECT id FROM memory_documents WHERE {where}))", params
+    ).fetchall())
     if deleted:
         mark_scrub_pending(conn, user)  # their text is still in the files until the scrub
     return deleted

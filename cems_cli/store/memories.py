@@ -203,7 +203,7 @@ def replace_content(
         ).fetchone()
         if row is None:
             return False
-        conn.execute("DELETE FROM memory_chunks WHERE document_id = %s", (memory_id,))
+        conn.execute("SELECT cems_delete_chunks(%s)", (memory_id,))  # see forget_memories: no table DELETE
         with conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO memory_chunks (document_id, chunk_index, content, embedding, context) "
@@ -332,12 +332,14 @@ def forget_memories(
         # these (near duplicates that state the same values), and the capture record a session's context
         # memory was rendered from. Its bytes stay in the database files until `cems maintain` scrubs them
         # (store/lifecycle.scrub), which the mark below asks for.
+        # Deleted through cems_delete_memories (sql/015_no_table_locks.sql): on a team server a member holds
+        # no table-wide DELETE, which would let them lock the table against every teammate's search.
         cursor = conn.execute(
             "WITH RECURSIVE doomed(id) AS ("
             f"  SELECT id FROM memory_documents WHERE id = ANY(%(ids)s::uuid[]) AND {mine}"
             "  UNION SELECT d.id FROM memory_documents d JOIN doomed ON d.merged_into = doomed.id"
             "  WHERE d.user_id = %(user)s AND d.archived AND NOT d.pinned) "
-            "DELETE FROM memory_documents WHERE id IN (SELECT id FROM doomed) RETURNING id, category",
+            "SELECT id, category FROM cems_delete_memories(ARRAY(SELECT id FROM doomed))",
             {"ids": list(memory_ids), "user": identity.user, "admin_teams": teams},
         )
         done = {str(r[0]): r[1] for r in cursor.fetchall()}

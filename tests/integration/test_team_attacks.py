@@ -133,25 +133,28 @@ def test_a_member_cannot_stall_teammates_with_a_lock(world):
         ):
             setting = bob.execute("SELECT setting FROM pg_settings WHERE name = %s", (name,)).fetchone()[0]
             assert setting == str(value), name
-    for table in ("memory_documents", "memory_chunks"):
-        holder = psycopg.connect(world.urls[world.bob])  # not autocommit: the lock lasts until rollback
-        release = threading.Timer(20, holder.cancel_safe)
-        try:
-            try:
-                holder.execute(sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(
-                    sql.Identifier(table)))
-            except psycopg.errors.InsufficientPrivilege:
-                continue  # cannot take it: nobody waits
-            release.start()
-            with world.connect(world.alice) as alice:
-                start = time.monotonic()
-                with pytest.raises((psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled)):
-                    alice.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table)))
-                waited = time.monotonic() - start
-            assert waited < defaults.DB_LOCK_TIMEOUT_MS / 1000 + 3, waited
-        finally:
-            release.cancel()
-            holder.close()
+    # The tables every search reads: the member cannot take a lock that blocks readers at all.
+    with world.connect(world.bob) as bob:
+        for table in ("memory_documents", "memory_chunks", "rules"):
+            for mode in ("ACCESS EXCLUSIVE", "EXCLUSIVE", "SHARE"):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege), bob.transaction():
+                    bob.execute(sql.SQL("LOCK TABLE {} IN {} MODE").format(sql.Identifier(table),
+                                                                           sql.SQL(mode)))
+    # A table the member may still lock (their own summaries' table): a teammate waits 5 s at most.
+    holder = psycopg.connect(world.urls[world.bob])  # not autocommit: the lock lasts until rollback
+    release = threading.Timer(20, holder.cancel_safe)
+    try:
+        holder.execute("LOCK TABLE memory_summaries IN ACCESS EXCLUSIVE MODE")
+        release.start()
+        with world.connect(world.alice) as alice:
+            start = time.monotonic()
+            with pytest.raises((psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled)):
+                alice.execute("SELECT count(*) FROM memory_summaries")
+            waited = time.monotonic() - start
+        assert waited < defaults.DB_LOCK_TIMEOUT_MS / 1000 + 3, waited
+    finally:
+        release.cancel()
+        holder.close()
 
 
 def test_team_settings_cannot_choose_where_data_goes(world):

@@ -235,13 +235,16 @@ def test_sql_as_an_application_role_is_held_by_the_policies(world):
         assert bob.execute("SELECT count(*) FROM memory_chunks WHERE user_id = %s AND scope = 'personal'",
                            (world.alice,)).fetchone()[0] == 0
         assert bob.execute("UPDATE memory_documents SET content = 'x' WHERE id = %s", (alices,)).rowcount == 0
-        assert bob.execute("DELETE FROM memory_documents WHERE id = %s", (reds,)).rowcount == 0  # not admin
+        # Deleting goes through cems_delete_memories (no table-wide DELETE, which would let bob lock the
+        # table), and it deletes nothing that is not bob's to delete.
+        assert bob.execute("SELECT count(*) FROM cems_delete_memories(%s::uuid[])",
+                           ([reds, alices],)).fetchone()[0] == 0
         # A teammate's shared row is not bob's to update at all (only its counters move, through
-        # cems_record_access): the statement finds nothing to change.
+        # cems_record_access): the statement finds nothing to change; the owner column is nobody's to write.
         assert bob.execute("UPDATE memory_documents SET archived = true WHERE id = %s", (reds,)).rowcount == 0
-        assert bob.execute("UPDATE memory_documents SET user_id = %s WHERE id = %s",
-                           (world.bob, reds)).rowcount == 0
         for forged in (
+            ("DELETE FROM memory_documents WHERE id = %s", (reds,)),
+            ("UPDATE memory_documents SET user_id = %s WHERE id = %s", (world.bob, reds)),
             ("INSERT INTO memory_documents (content, content_hash, user_id) VALUES ('x', 'h1', %s)",
              (world.alice,)),
             ("INSERT INTO memory_documents (content, content_hash, user_id, scope, team_id, category) "
