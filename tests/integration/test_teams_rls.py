@@ -435,6 +435,18 @@ def test_the_library_takes_identity_from_the_database_too(world, monkeypatch):
             memory.for_identity(world.bob, f"nobody-{uuid.uuid4().hex[:6]}").settings  # noqa: B018
 
 
+def test_admin_init_undoes_an_earlier_leakproof_marking(world):
+    # An earlier CEMS marked the full-text match LEAKPROOF on this server; init run by a superuser undoes it.
+    world.admin.execute("ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF")
+    try:
+        report = world.ok(None, "admin", "init")
+    finally:
+        leakproof = world.admin.execute("SELECT proleakproof FROM pg_proc WHERE oid = "
+                                        "'ts_match_vq(tsvector, tsquery)'::regprocedure").fetchone()[0]
+        world.admin.execute("ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) NOT LEAKPROOF")
+    assert leakproof is False and report["fts_leakproof"] is False
+
+
 def test_admin_init_reports_a_ready_server(world):
     report = world.ok(None, "admin", "init")
     assert report["schema_version"] >= 9 and report["app_role"] == "cems_app" and report["superuser"] is True
