@@ -127,17 +127,8 @@ _STATS: weakref.WeakKeyDictionary[psycopg.Connection, dict[tuple[Any, ...], _Sta
 )
 
 
-def _matches(identity: Identity, scope: str, query: str) -> str:
-    """The condition "chunk c matches the tsquery `query` and is visible in `scope`" (an SQL expression, with
-    the visibility clause's parameters). Under row-level security the match goes through cems_fts_match
-    (sql/014_fts_function.sql), which runs as its owner and so uses the GIN index: written as a plain
-    condition it would have to wait for the policy (the match is not LEAKPROOF, or EXPLAIN would show a
-    member the rows it hides) and read every visible chunk."""
-    if identity.restricted:
-        return (f"c.id = ANY(ARRAY(SELECT cems_fts_match({query}, {_SCOPE[scope]}, %(vis_team)s)))")
-    return f"c.search_vector @@ {query}"
-
-
+# A search scope as the SQL literal cems_fts_match and cems_fts_chunks take (sql/014_fts_function.sql): they
+# apply the visibility clause of store/memories.py themselves, for members of a team server.
 _SCOPE = {"personal": "'personal'", "shared": "'shared'", "both": "'both'"}
 
 
@@ -361,7 +352,14 @@ class _Scoring:
         self.where, self.params = filter_clause(filters)
         chunk_where, chunk_params = _chunk_visibility(filters.identity, filters.scope)
         self.chunk_where = chunk_where
-        self.matching = _matches(filters.identity, filters.scope, "%(matching)s::tsquery")
+        # The chunks that match, visible to the asker. Under row-level security through cems_fts_chunks
+        # (sql/014_fts_function.sql): it runs as its owner, so the GIN index serves the match, and returns
+        # what the score reads. Written as a plain condition the match would have to wait for the policy (it
+        # is not LEAKPROOF, or EXPLAIN would show a member the rows it hides) and read every visible chunk.
+        if filters.identity.restricted:
+            self.matched = f"cems_fts_chunks(%(matching)s::tsquery, {_SCOPE[filters.scope]}, %(vis_team)s) c"
+        else:
+            self.matched = f"memory_chunks c WHERE c.search_vector @@ %(matching)s::tsquery AND {chunk_where}"
         self.params.update(chunk_params)
         self.params.update(k1=BM25_K1, b=BM25_B, ctx=CONTEXT_TERM_WEIGHT, avgdl=average_length, limit=limit,
                            first_limit=limit * FIRST_LIMIT_FACTOR)
@@ -394,8 +392,7 @@ class _Scoring:
         if excluding:
             wanted += " & !(" + " | ".join(quoted(lexeme) for lexeme in excluding) + ")"
         params = {**self.params, "matching": wanted}
-        scored = (f"SELECT c.id, c.document_id, c.chunk_index, {self.score} AS score FROM memory_chunks c "
-                  f"WHERE {self.matching} AND {self.chunk_where}")
+        scored = f"SELECT c.id, c.document_id, c.chunk_index, {self.score} AS score FROM {self.matched}"
         rows = conn.execute(
             f"SELECT m.id, m.document_id, m.chunk_index, m.score FROM ({scored} "
             "  ORDER BY score DESC, c.id LIMIT %(first_limit)s) m "
@@ -414,9 +411,7 @@ class _Scoring:
 
     def _more_than_first(self, conn: psycopg.Connection, params: dict[str, Any]) -> bool:
         row = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM memory_chunks c "
-            f"WHERE {self.matching} AND {self.chunk_where} "
-            "LIMIT %(first_limit)s + 1) matched",
+            f"SELECT count(*) FROM (SELECT 1 FROM {self.matched} LIMIT %(first_limit)s + 1) matched",
             params,
         ).fetchone()
         return bool(row and row[0] > params["first_limit"])

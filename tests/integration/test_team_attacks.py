@@ -328,6 +328,11 @@ def test_the_full_text_function_returns_only_what_the_member_may_read(world):
             "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) "
             "SELECT * FROM cems_fts_match(to_tsquery('english', %s), 'both', %s)", (word, world.red)))
         assert "memory_chunks" not in plan
+        # The chunks themselves, for scoring: the same ones.
+        chunks = {str(r[0]) for r in bob.execute(
+            "SELECT document_id FROM cems_fts_chunks(to_tsquery('english', %s), 'both', %s)",
+            (word, world.red))}
+        assert chunks == found
     # Alice's lexical search through the CLI finds her own and red's, not blue's.
     results = world.ok(world.alice, "search", word, "--mode", "hybrid", team=world.red)["results"]
     assert sorted(r["content"] for r in results) == [f"alice's personal {word} note",
