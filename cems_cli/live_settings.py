@@ -43,7 +43,7 @@ SOURCES = ("environment", "user", "team", "config.toml", "default")
 # user's own choice, never a team's. A team admin who set `rerank_backend=ollama` had every teammate's prompt
 # and memories posted to port 11434 of the teammate's machine, where any local user may listen. Refused by
 # `cems config set --team`, ignored in a team's stored row, and refused by the database
-# (sql/012_team_walls.sql, stored_settings_user_only_keys, keeps the same list).
+# (sql/013_team_walls.sql, stored_settings_user_only_keys, keeps the same list).
 USER_ONLY_KEYS = frozenset({"rerank_backend", "llm_backend", "embedding_backend"})
 
 

@@ -117,7 +117,7 @@ def init_database(settings: Settings) -> dict[str, Any]:
                 except psycopg.errors.InsufficientPrivilege:
                     notes.append(f"{role} could not join {ADMIN_ROLE}: a superuser grants it")
             # An earlier CEMS marked the full-text match LEAKPROOF (it let EXPLAIN show whether a hidden row
-            # matched); migration 012 undoes it when a superuser applies it, this when one runs init later.
+            # matched); migration 013 undoes it when a superuser applies it, this when one runs init later.
             leakproof = _leakproof_fts(conn)
             if leakproof and superuser:
                 conn.execute("ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) NOT LEAKPROOF")

@@ -127,7 +127,7 @@ _STATS: weakref.WeakKeyDictionary[psycopg.Connection, dict[tuple[Any, ...], _Sta
 )
 
 
-# A search scope as the SQL literal cems_fts_match and cems_fts_chunks take (sql/014_fts_function.sql): they
+# A search scope as the SQL literal cems_fts_match and cems_fts_chunks take (sql/015_fts_function.sql): they
 # apply the visibility clause of store/memories.py themselves, for members of a team server.
 _SCOPE = {"personal": "'personal'", "shared": "'shared'", "both": "'both'"}
 
@@ -353,7 +353,7 @@ class _Scoring:
         chunk_where, chunk_params = _chunk_visibility(filters.identity, filters.scope)
         self.chunk_where = chunk_where
         # The chunks that match, visible to the asker. Under row-level security through cems_fts_chunks
-        # (sql/014_fts_function.sql): it runs as its owner, so the GIN index serves the match, and returns
+        # (sql/015_fts_function.sql): it runs as its owner, so the GIN index serves the match, and returns
         # what the score reads. Written as a plain condition the match would have to wait for the policy (it
         # is not LEAKPROOF, or EXPLAIN would show a member the rows it hides) and read every visible chunk.
         if filters.identity.restricted:

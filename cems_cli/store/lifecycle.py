@@ -440,7 +440,7 @@ def prune(conn: psycopg.Connection, user: str, grace_days: float, *, dry_run: bo
     if dry_run:
         row = conn.execute(f"SELECT count(*) FROM memory_documents WHERE {where}", params).fetchone()
         return int(row[0]) if row else 0
-    # Through cems_delete_memories: a member holds no table-wide DELETE (sql/015_no_table_locks.sql).
+    # Through cems_delete_memories: a member holds no table-wide DELETE (sql/016_no_table_locks.sql).
     deleted = len(conn.execute(
         f"SELECT id FROM cems_delete_memories(ARRAY(SELECT id FROM memory_documents WHERE {where}))", params
     ).fetchall())

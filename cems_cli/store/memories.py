@@ -332,7 +332,7 @@ def forget_memories(
         # these (near duplicates that state the same values), and the capture record a session's context
         # memory was rendered from. Its bytes stay in the database files until `cems maintain` scrubs them
         # (store/lifecycle.scrub), which the mark below asks for.
-        # Deleted through cems_delete_memories (sql/015_no_table_locks.sql): on a team server a member holds
+        # Deleted through cems_delete_memories (sql/016_no_table_locks.sql): on a team server a member holds
         # no table-wide DELETE, which would let them lock the table against every teammate's search.
         cursor = conn.execute(
             "WITH RECURSIVE doomed(id) AS ("
@@ -424,7 +424,7 @@ def record_access(conn: psycopg.Connection, document_ids: Sequence[str]) -> None
     if not document_ids:
         return
     # A function, not an UPDATE: on a team server a member may not update a teammate's shared memory, only
-    # bump its counters (sql/013_touch_functions.sql).
+    # bump its counters (sql/014_touch_functions.sql).
     ids = list(document_ids)
     for start in range(0, len(ids), 1000):  # the function takes 1000 at a time
         conn.execute("SELECT cems_record_access(%s::uuid[])", (ids[start:start + 1000],))

@@ -58,7 +58,7 @@ def migrate(conn: psycopg.Connection, embedding_dim: int, embedding_model: str) 
         )
         done = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
         # The schema, quoted, for {{SCHEMA}}: functions name our tables with it rather than trusting a
-        # search_path (sql/012_team_walls.sql).
+        # search_path (sql/013_team_walls.sql).
         schema_row = conn.execute("SELECT quote_ident(current_schema())").fetchone()
         schema = str(schema_row[0]) if schema_row else "public"
         for migration in migrations:

@@ -72,7 +72,7 @@ def test_admin_init_and_a_team_without_a_superuser(managed):
     run, url = managed["run"], managed["url"]
     report = run(url, "admin", "init")
     assert report["superuser"] is False and report["bypassrls"] is False
-    assert report["schema_version"] >= 14 and report["fts_leakproof"] is False
+    assert report["schema_version"] >= 16 and report["fts_leakproof"] is False
     members = {}
     for name in ("ann", "ben"):
         role = f"{name}_{uuid.uuid4().hex[:6]}"

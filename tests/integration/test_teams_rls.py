@@ -382,7 +382,7 @@ def test_indexes_stay_in_use_under_row_level_security(world):
         plan = "\n".join(r[0] for r in alice.execute(
             f"EXPLAIN SELECT c.id FROM memory_chunks c ORDER BY c.embedding <=> '{vector}' LIMIT 10"))
         assert "memory_chunks_embedding" in plan, plan
-        # Full text: ts_match_vq is not LEAKPROOF (sql/012_team_walls.sql): marked so, it ran on rows before
+        # Full text: ts_match_vq is not LEAKPROOF (sql/013_team_walls.sql): marked so, it ran on rows before
         # the policy hid them, and EXPLAIN told a member whether a hidden row matched
         # (tests/integration/test_team_attacks.py).
         assert not alice.execute("SELECT proleakproof FROM pg_proc "

@@ -1,6 +1,6 @@
 -- Full-text matching for members through a function (issue 27, item 1: reads, first step).
 --
--- Since 012 the full-text match is not LEAKPROOF, so under row-level security `search_vector @@ q` waits for
+-- Since 013 the full-text match is not LEAKPROOF, so under row-level security `search_vector @@ q` waits for
 -- the policy and cannot drive the GIN index: a member's lexical search read every chunk they can see (25 ms
 -- against 16 ms at 10k memories, and linear in the store). This function runs as its owner, where the
 -- index serves the match, and returns only the chunks the caller may read (their own, and the shared ones

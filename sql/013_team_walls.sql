@@ -311,10 +311,22 @@ BEGIN
 END
 $$;
 
--- Every SECURITY DEFINER function of the schema (those above, 009's and 011's): fixed search_path, callable
--- by cems_app only. Every trigger function: SECURITY DEFINER too (archived_at's stamp touches no table, but
--- no trigger should run with the caller's search_path).
-ALTER FUNCTION {{SCHEMA}}.cems_stamp_archived_at() SECURITY DEFINER;
+-- Every trigger function of the schema runs as its owner (those not rewritten above, such as archived_at's
+-- stamp and the viewer's notifications, touch no table of ours, but no trigger should run with the caller's
+-- search_path); every SECURITY DEFINER function (those above, 009's, 011's, 012's) gets a fixed search_path
+-- and is callable by cems_app only.
+DO $$
+DECLARE
+    fn text;
+BEGIN
+    FOR fn IN SELECT p.oid::regprocedure::text FROM pg_proc p
+              WHERE p.pronamespace = current_schema()::regnamespace AND p.prorettype = 'trigger'::regtype
+                AND NOT p.prosecdef
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER', fn);
+    END LOOP;
+END
+$$;
 DO $$
 DECLARE
     fn text;

@@ -7,7 +7,7 @@
 -- and delete memories and chunks through two SECURITY DEFINER functions that apply the DELETE policies'
 -- test. memory_chunks and rules are written by INSERT only (chunks are replaced by deleting them through
 -- the function; a rule's spec goes with its memory). What a member can still lock (their INSERT allows
--- ROW EXCLUSIVE) blocks no reader; the rest is bounded by the roles' lock_timeout (012).
+-- ROW EXCLUSIVE) blocks no reader; the rest is bounded by the roles' lock_timeout (013).
 --
 -- A later migration that adds a column to memory_documents grants UPDATE on it to cems_app if members may
 -- write it.
