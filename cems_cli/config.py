@@ -32,6 +32,7 @@ _DEFAULT_DIMS = {
     OPENAI_DEFAULT_MODEL: 1536,
     "text-embedding-3-large": 3072,
     "text-embedding-ada-002": 1536,
+    "hashing": 384,  # the built-in `hashing` backend, shaped like the local model
 }
 
 
@@ -87,7 +88,8 @@ class Settings(CemsSettingsBase):
     team: str | None = None
     project: str | None = None
 
-    # The name of a `cems.embedders` entry point: built in, `local` and `openai` (cems_cli/plugins.py).
+    # The name of a `cems.embedders` entry point: built in, `local`, `openai` and `hashing` (no model, for
+    # tests) (cems_cli/plugins.py).
     embedding_backend: str = Field(default=defaults.EMBEDDING_BACKEND, min_length=1)
     embedding_model: str | None = None
     embedding_dim: int | None = Field(default=None, ge=8, le=16000)
@@ -178,7 +180,7 @@ class Settings(CemsSettingsBase):
     def _installed_embedder(cls, value: str) -> str:
         # The built-in names cost nothing; another name is looked up among the installed entry points
         # (~10-50 ms, only then), so a typo is a settings error before anything is stored.
-        if value in ("local", "openai"):
+        if value in ("local", "openai", "hashing"):
             return value
         from cems_cli.plugins import EMBEDDERS, available
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: one real embedded PostgreSQL per test session, isolated users per test."""
+"""Shared fixtures: a real embedded PostgreSQL per test session (two when `real_model` tests run: one per
+embedder), isolated users per test."""
 
 from __future__ import annotations
 
@@ -20,11 +21,23 @@ REPO = Path(__file__).resolve().parents[1]
 _CEMS_VARS = [k for k in os.environ if k.startswith("CEMS_")]
 
 
-@pytest.fixture(scope="session")
-def cems_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A data folder with a running embedded server, shared by the whole session and stopped at the end."""
-    home = tmp_path_factory.mktemp("cems-home")
-    yield home
+# The embedder of every test that does not judge retrieval quality: words hashed into a vector, no model
+# to load (cems_cli/embedding/hashing.py). Tests marked `real_model` embed with the real MiniLM model.
+FAST_EMBEDDER = "hashing"
+
+
+def _session_home(tmp_path_factory: pytest.TempPathFactory, name: str, backend: str | None) -> Path:
+    home = tmp_path_factory.mktemp(name)
+    if backend is not None:
+        # In the home's config.toml, so every process started on it (hooks, the search server, the observer
+        # daemon, `cems` in a child process) embeds alike: the store's embedding_model is the home's.
+        config = home / "config.toml"
+        config.touch(mode=0o600)
+        config.write_text(f'embedding_backend = "{backend}"\n', encoding="utf-8")
+    return home
+
+
+def _stop_session_home(home: Path) -> None:
     from cems_cli.server.daemon import stop_server as stop_search_server
     from cems_cli.store.server import stop_server
 
@@ -32,16 +45,44 @@ def cems_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     stop_server(home / "pg")
 
 
+@pytest.fixture(scope="session")
+def cems_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A data folder with a running embedded server, shared by the whole session and stopped at the end;
+    it embeds with the hashing embedder."""
+    home = _session_home(tmp_path_factory, "cems-home", FAST_EMBEDDER)
+    yield home
+    _stop_session_home(home)
+
+
+@pytest.fixture(scope="session")
+def real_model_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The data folder of the `real_model` tests: its own embedded server, whose store holds MiniLM vectors
+    (a store never mixes two embedders: cems_meta names its model, checked on every connection)."""
+    home = _session_home(tmp_path_factory, "cems-home-real", None)
+    yield home
+    _stop_session_home(home)
+
+
+def uses_real_model(request: pytest.FixtureRequest) -> bool:
+    return request.node.get_closest_marker("real_model") is not None
+
+
 @pytest.fixture
-def env(cems_home: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """CEMS_* environment for one test: the shared server, a fresh user (so tests never see each other)."""
+def env(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """CEMS_* environment for one test: the shared server, a fresh user (so tests never see each other).
+    A `real_model` test gets the real model's home; the others the hashing embedder's, named here too so
+    that a home of the test's own (CEMS_HOME changed) embeds alike."""
     for key in _CEMS_VARS:
         monkeypatch.delenv(key, raising=False)
+    real = uses_real_model(request)
+    home: Path = request.getfixturevalue("real_model_home" if real else "cems_home")
     values = {
-        "CEMS_HOME": str(cems_home),
+        "CEMS_HOME": str(home),
         "CEMS_USER": f"user-{uuid.uuid4().hex[:10]}",
         "CEMS_PROJECT": "project:acme/api",
     }
+    if not real:
+        values["CEMS_EMBEDDING_BACKEND"] = FAST_EMBEDDER
     for key, value in values.items():
         monkeypatch.setenv(key, value)
     from cems_cli.config import get_settings

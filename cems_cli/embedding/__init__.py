@@ -37,3 +37,11 @@ def openai_embedder(settings) -> Embedder:
         batch_size=settings.embedding_batch_size,
         timeout=max(settings.llm_timeout, 10.0),
     )
+
+
+def hashing_embedder(settings) -> Embedder:
+    """The built-in `hashing` backend: words and character trigrams hashed into a vector, no model. Instant
+    and deterministic, poor at meaning: for the test suite and for trying CEMS where no model loads."""
+    from cems_cli.embedding.hashing import HashingEmbedder
+
+    return HashingEmbedder(model=settings.resolved_embedding_model, dim=settings.resolved_embedding_dim)

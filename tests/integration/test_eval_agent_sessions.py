@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.real_model  # judges recall: the real model
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agent-sessions"
 QUESTIONS = {
     "chef-chopsky": [

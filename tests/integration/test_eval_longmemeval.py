@@ -10,6 +10,8 @@ import pytest
 from tests.conftest import cems_subprocess
 from tests.support.paths import TESTS
 
+pytestmark = pytest.mark.real_model  # judges recall: the real model
+
 MINI = TESTS / "fixtures" / "longmemeval" / "longmemeval-mini.json"
 METRIC_KEYS = {"n", "recall_any@5", "recall_all@5", "ndcg@10", "turn_recall@5", "turn_recall@10"}
 SESSION_KEYS = {"recall_any@5", "recall_all@5", "ndcg@10"}

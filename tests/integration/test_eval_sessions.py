@@ -14,6 +14,8 @@ import pytest
 from cems_cli.capture.observations import EXTRACTION_SYSTEM
 from tests.support.transcripts import Transcript, redis_turn
 
+pytestmark = pytest.mark.real_model  # judges recall: the real model
+
 API, WEB = "/home/dev/tiny-api", "/home/dev/tiny-web"
 SESSIONS = ("0a6c1d2e-1111-4e1a-9c55-2d8f0b6a1e01", "0a6c1d2e-2222-4e1a-9c55-2d8f0b6a1e02",
             "0a6c1d2e-3333-4e1a-9c55-2d8f0b6a1e03")

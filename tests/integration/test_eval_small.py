@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.real_model  # judges recall: the real model
+
 METRIC_KEYS = {"n", "recall@5", "recall@10", "ndcg@10", "hit@5", "recall_all@5"}
 
 # corpus → [(doc suffix, speaker, text)]; every corpus talks about different things.

@@ -4,6 +4,10 @@ finds whatever matches."""
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = pytest.mark.real_model  # judges ranking: the real model
+
 PROJECT = "project:acme/storefront"
 I18N = "We'll use next-intl rather than react-i18next since it supports server components."
 STATE = "We decided to move terraform state to a separate S3 bucket per environment."

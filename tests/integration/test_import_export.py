@@ -117,6 +117,7 @@ def test_a_trusted_import_keeps_what_the_file_says(cli):
     assert (kept["source"], kept["pinned"], kept["created_at"][:4]) == ("manual", True, "2099")
 
 
+@pytest.mark.real_model  # finds the memory by meaning ("lunch" → "pasta")
 def test_imported_memories_are_searchable(cli):
     rows = [{"content": f"Service {name} listens on port {port}."} for name, port in
             [("billing", 8081), ("search", 8082), ("auth", 8083)]]

@@ -23,6 +23,7 @@ def test_open_takes_explicit_settings_over_the_environment(env, tmp_path):
         opened.close()
 
 
+@pytest.mark.real_model  # "which package manager" finds the pnpm preference by meaning
 def test_remember_search_get_list_and_forget(memory):
     first = memory.remember("In this repo we use pnpm, never npm", category="preferences")
     assert isinstance(first, cems.Remembered) and first.created
@@ -115,6 +116,7 @@ def test_status_maintain_export_and_import(memory, env):
     assert [r.content for r in other.list()] == ["The session cache lives in Redis."]
 
 
+@pytest.mark.real_model  # the README's search finds by meaning
 def test_the_readme_example_runs(env, capsys):
     from pathlib import Path
 

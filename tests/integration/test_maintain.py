@@ -90,6 +90,7 @@ def search_ids(svc, query: str) -> list[str]:
     return [r.id for r in svc.search(query, limit=10, track_access=False)]
 
 
+@pytest.mark.real_model  # near duplicates by the model's cosine
 def test_near_duplicates_become_one_memory_with_both_provenances_and_the_higher_priority(svc, cli):
     older = remember(svc, TESTS_A, project="project:acme/api", source="manual", tags="testing")
     newer = remember(
@@ -137,6 +138,7 @@ def test_near_duplicates_become_one_memory_with_both_provenances_and_the_higher_
     assert maintain(cli)["consolidated"] == []
 
 
+@pytest.mark.real_model  # near duplicates by the model's cosine
 def test_a_missing_provenance_is_taken_from_the_merged_memory(svc, cli):
     kept = remember(svc, TESTS_A)
     merged = remember(svc, TESTS_B, project="https://wiki.example.com/testing")  # a reference, no project
@@ -145,6 +147,7 @@ def test_a_missing_provenance_is_taken_from_the_merged_memory(svc, cli):
     assert row(svc, kept)["source_ref"] == "https://wiki.example.com/testing"
 
 
+@pytest.mark.real_model  # near duplicates by the model's cosine
 def test_only_memories_of_one_category_and_one_project_are_merged(svc, cli):
     api = remember(svc, TESTS_A, project="project:acme/api", source="manual")
     # Alike texts of another project (captured there), of no project, and of another category stay apart.
@@ -164,6 +167,7 @@ def test_only_memories_of_one_category_and_one_project_are_merged(svc, cli):
         assert row(svc, untouched)["archived"] is False
 
 
+@pytest.mark.real_model  # near duplicates by the model's cosine
 def test_the_users_own_text_survives_a_captured_copy(svc, cli):
     long_ago = datetime.now(UTC) - timedelta(days=200)
     mine = remember(svc, TESTS_A, project="project:acme/api", source="manual", created_at=long_ago)
@@ -203,6 +207,7 @@ def test_pinned_memories_are_never_touched(svc, cli):
     assert row(svc, duplicate)["merged_into"] is not None
 
 
+@pytest.mark.real_model  # near duplicates by the model's cosine
 def test_dry_run_changes_nothing_and_reports_what_the_real_run_then_does(svc, cli):
     first = remember(svc, TESTS_A)
     second = remember(svc, TESTS_B)

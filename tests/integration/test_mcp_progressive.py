@@ -50,6 +50,7 @@ def store(env) -> dict[str, str]:
     return ids
 
 
+@pytest.mark.real_model  # the index ranks the memory the question means first
 def test_search_index_then_get_the_chosen_ids(env, store):
     async def body(session: ClientSession) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -62,6 +62,7 @@ def observe_file(env: dict[str, str], root: Path, megabytes: float, seed: int) -
     return measured_once(environment), path, size
 
 
+@pytest.mark.real_model  # its memory bound was measured with the real model loaded
 @pytest.mark.slow
 def test_a_50_mb_transcript_is_processed_completely_in_bounded_memory(env, tmp_path):
     small, _small_path, _ = observe_file(env, tmp_path / "small", 2, seed=1)

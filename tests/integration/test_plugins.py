@@ -90,8 +90,19 @@ def test_an_unknown_backend_is_a_one_line_error_naming_the_installed_ones(instal
     from cems_cli.config import load_settings
     from cems_cli.embedding import EmbeddingError, get_embedder
 
-    with pytest.raises(EmbeddingError, match=r"unknown embedding backend 'nope' \(installed: hashy, local"):
+    installed = r"\(installed: hashing, hashy, local"
+    with pytest.raises(EmbeddingError, match=r"unknown embedding backend 'nope' " + installed):
         get_embedder(load_settings().model_copy(update={"embedding_backend": "nope"}))
+
+
+def test_a_store_never_mixes_the_vectors_of_two_embedders(cli):
+    """The suite's stores embed with `hashing`; one made so refuses the local model, before it loads."""
+    assert cli("remember", "The staging database is reset every night.").code == 0
+    result = cli("search", "staging database", extra_env={"CEMS_EMBEDDING_BACKEND": "local"})
+    assert result.code != 0
+    assert "stored embeddings are hashing (384 dims)" in result.stderr
+    assert "the configured model is all-MiniLM-L6-v2" in result.stderr
+    assert "cems reindex" in result.stderr
 
 
 def test_an_installed_reranker_reorders_a_search_and_shows_in_explain(installed_plugin, env):

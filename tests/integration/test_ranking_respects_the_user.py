@@ -7,6 +7,10 @@ import json
 import os
 import time
 
+import pytest
+
+pytestmark = pytest.mark.real_model  # judges ranking: the real model
+
 WRITTEN = "Install the frontend dependencies with pnpm, never with npm."
 # The same fact as a capture trigger records it from a session: as relevant, but not the user's own words.
 CAPTURED = "How to install the frontend dependencies: ran `pnpm install` (the repo has a pnpm lockfile)."

@@ -33,6 +33,7 @@ def stored(cli) -> list[str]:
     return ids
 
 
+@pytest.mark.real_model  # all three memories clear the confidence floor with the real model
 def test_search_and_list_never_break_an_id(cli, stored, narrow):
     found = cli("search", "how do staging deploys work?")
     listed = cli("list")
@@ -43,6 +44,7 @@ def test_search_and_list_never_break_an_id(cli, stored, narrow):
             assert memory_id[:8] in output, output  # on one line, not folded into two
 
 
+@pytest.mark.real_model  # all three memories clear the confidence floor with the real model
 def test_explain_is_one_line_per_factor_and_full_behind_a_flag(cli, stored):
     compact = cli("search", "how do staging deploys work?", "--explain")
     full = cli("search", "how do staging deploys work?", "--explain-full")

@@ -89,6 +89,7 @@ def test_trivial_prompts_inject_nothing(served, prompt):
     assert _run("user_prompt_submit.py", _prompt(prompt), served) == (0, "", "")
 
 
+@pytest.mark.real_model  # "which linter do I like?" recalls the ruff preference by meaning
 def test_fixture_payload_and_warm_latency(served):
     payload = json.loads((PAYLOADS / "UserPromptSubmit.json").read_text())
     env = {**served, "CEMS_RECALL_TIME_BUDGET": "30"}

@@ -3,7 +3,11 @@ hook alike: nothing under it is shown unless all results are asked for, and then
 
 from __future__ import annotations
 
+import pytest
+
 from cems_cli import defaults
+
+pytestmark = pytest.mark.real_model  # judges confidence: the real model
 
 MEMORIES = (
     ("In this repo we use pnpm, never npm.", "preferences"),

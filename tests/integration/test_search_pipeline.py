@@ -99,6 +99,7 @@ def test_hybrid_explain_shows_every_stage(cli, fake_openai, llm_env):
     assert "why did the browser block my API calls?" in rerank_body["messages"][-1]["content"]
 
 
+@pytest.mark.real_model  # judges ranking
 def test_vector_mode_makes_no_llm_call(cli, fake_openai, llm_env):
     fake_openai.responder = _scripted
     result = cli("search", "browser blocked API calls", "--mode", "vector", "--json", extra_env=llm_env)
@@ -157,6 +158,7 @@ def test_auto_mode_routes_simple_lookups_to_vector(cli, llm_env):
     assert stages["understand"]["mode"] == stages["understand"]["route"]
 
 
+@pytest.mark.real_model  # judges ranking
 def test_session_neighbours_lend_their_score(cli, tmp_path):
     """The answer after a matching question is placed in its session and scored with its neighbour."""
     turns = [
@@ -189,6 +191,7 @@ def test_session_neighbours_lend_their_score(cli, tmp_path):
     assert [m["content"] for m in exported if "session:design-review" in m["tags"]] == turns
 
 
+@pytest.mark.real_model  # judges ranking
 def test_a_pattern_is_no_part_of_the_session_capture_first_saw_it_in(cli, tmp_path):
     """"The tests run with `make test`" is about the project: a match of its session's record lends it
     nothing, and it takes no place between the session's other memories."""

@@ -97,6 +97,7 @@ def test_an_overview_question_gets_the_summary_first_and_a_question_of_fact_does
     assert all(r["category"] != "summary" for r in old)
 
 
+@pytest.mark.real_model  # judges ranking: the overview summary first
 def test_the_prompt_hook_injects_the_overview(svc, memories, env):
     from cems_cli.recall import format_recall
     from cems_cli.summaries import build_summaries

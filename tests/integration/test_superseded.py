@@ -3,6 +3,10 @@ through the real pipeline; `CEMS_SUPERSEDED_WEIGHT=1` turns it off."""
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = pytest.mark.real_model  # judges ranking: the real model
+
 OLD = "We'll use Kafka for the event stream between the gateway and the indexer, one topic per tenant."
 NEW = ("Kafka is too heavy to operate for our volume. Let's switch the event stream from Kafka to NATS "
        "JetStream.")
