@@ -69,9 +69,6 @@ class ClaudeCodeClient:
         bounded.deadline = deadline
         return bounded
 
-    def warm(self) -> None:
-        """Nothing to load in this process."""
-
     def argv(self, system: str) -> list[str]:
         program = self.resolved_program() or self.program
         return [

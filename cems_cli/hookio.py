@@ -169,10 +169,6 @@ def parse_payload(raw: bytes | None) -> dict[str, Any] | None:
     return payload if isinstance(payload, dict) else None
 
 
-def read_payload() -> dict[str, Any] | None:
-    return parse_payload(read_stdin())
-
-
 # --- answers --------------------------------------------------------------------------------------------
 
 

@@ -56,12 +56,6 @@ def note_degraded(stage: str, reason: str) -> None:
         log.debug("LLM stage %r degraded: %s", stage, reason)
 
 
-def degraded_stages() -> frozenset[str]:
-    """Stages that have fallen back at least once in this process (for diagnostics output)."""
-    with _degraded_lock:
-        return frozenset(_degraded)
-
-
 # --------------------------------------------------------------------------- bounded execution
 
 
@@ -215,16 +209,6 @@ class LLMClient:
 
     def __repr__(self) -> str:  # never show the key
         return f"LLMClient(base_url={self.base_url!r}, model={self.model!r}, timeout={self.timeout})"
-
-    def warm(self) -> None:
-        """Import openai and build the SDK client now (~0.8 s the first time, mostly the import and the
-        TLS trust store), e.g. on a background thread while a search embeds its query, so the first LLM
-        stage doesn't pay it. Errors are left for the first call to report."""
-        if self.available:
-            try:
-                self._client()
-            except Exception:  # noqa: BLE001, S110 - chat_json reports the same failure properly
-                pass
 
     def chat_json(self, system: str, user: str, *, max_tokens: int = 512, stage: str = "llm") -> dict | None:
         """Ask once and return the JSON object answered, or ``None`` on any failure.

@@ -136,19 +136,16 @@ def decision_sentences(text: str) -> list[str]:
 
 # --------------------------------------------------------------------------- patterns
 
-_PATTERN_KINDS = frozenset(
-    {"test", "lint", "format", "typecheck", "build", "generate", "migrate", "deploy", "install"}
-)
-
 
 def pattern_statements(
     project: str | None, session_id: str, cwd: str, commands: Iterable[str]
 ) -> list[str]:
-    """`patterns` texts for the Bash commands of a turn that ran successfully. The texts are those of the
-    tool-event path (PostToolUse), word for word, so the store's content dedup keeps one of each."""
+    """`patterns` texts for the Bash commands of a turn that ran successfully, derived as the tool-event
+    path derives them (tool_patterns.pattern_statements), so the store's content dedup keeps one of each."""
     if not project:
         return []
-    from cems_cli.capture.tool_patterns import ToolEvent, derive_statements
+    from cems_cli.capture.tool_patterns import ToolEvent
+    from cems_cli.capture.tool_patterns import pattern_statements as derive
 
     events = [
         ToolEvent(
@@ -162,7 +159,7 @@ def pattern_statements(
         )
         for index, command in enumerate(commands)
     ]
-    return [s.text for s in derive_statements(project, events) if s.kind in _PATTERN_KINDS]
+    return [s.text for s in derive(project, events)]
 
 
 # --------------------------------------------------------------------------- findings

@@ -99,6 +99,24 @@ def llm_for(observer_settings: ObserverSettings, settings: Settings) -> JsonChat
     )
 
 
+def capture_engine(
+    service: MemoryService,
+    observer_settings: ObserverSettings | None = None,
+    *,
+    source: str = SOURCE,
+    stop: threading.Event | None = None,
+) -> Observer:
+    """The capture engine as both triggers build it, the Stop hook's worker (`source="session"`) and the
+    observer daemon: the observer's settings (CEMS_OBSERVER_*, read now unless given) and the extraction
+    client they ask for, configured with the settings in effect (stored ones included)."""
+    if observer_settings is None:
+        from cems_cli.capture.observer_settings import load_observer_settings
+
+        observer_settings = load_observer_settings()
+    llm = llm_for(observer_settings, service.live_settings())
+    return Observer(service, observer_settings, llm, stop=stop, source=source)
+
+
 class Observer:
     def __init__(
         self,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from cems_cli import procinfo
-from cems_cli.capture.observer import Observer, RunReport, llm_for
+from cems_cli.capture.observer import Observer, RunReport, capture_engine
 from cems_cli.capture.observer_settings import ObserverSettings
 from cems_cli.config import Settings
 
@@ -147,13 +147,12 @@ def run(
     maintenance = PeriodicMaintenance(settings, 0 if once else observer_settings.observer_maintain_seconds)
     try:
         with _stop_on_signals(stop):
-            llm = llm_for(observer_settings, service.live_settings())
-            observer = Observer(service, observer_settings, llm, stop=stop)
+            observer = capture_engine(service, observer_settings, stop=stop)
             log.info(
                 "observer: pid %d watching %s (%s)",
                 os.getpid(),
                 ", ".join(map(str, observer.roots)),
-                "LLM extraction" if llm else "digests",
+                "LLM extraction" if observer.llm else "digests",
             )
             if not once:
                 _write_state(settings.home, observer, observer_settings)
@@ -363,7 +362,7 @@ def status(settings: Settings, observer_settings: ObserverSettings) -> dict[str,
             update={"observer_idle_seconds": running["idle_seconds"]}
         )
     with MemoryService(settings) as service:
-        observer = Observer(service, observer_settings, llm_for(observer_settings, service.live_settings()))
+        observer = capture_engine(service, observer_settings)
         if running is not None:
             # Report on what the daemon watches; this shell's CEMS_OBSERVER_PATHS may differ.
             observer.roots = [Path(root) for root in running["roots"]]

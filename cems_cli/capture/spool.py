@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 SPOOL_FILE = "spool.db"
 LOCK_FILE = "capture.lock"  # held by the one running capture worker (see capture.worker)
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_SECONDS = 10.0
 MAX_ATTEMPTS = 3  # a turn that fails this often for a reason of its own is set aside as "failed"
 
@@ -83,17 +83,18 @@ _SCHEMA = (
         last_error      TEXT
     )""",
     "CREATE INDEX IF NOT EXISTS turns_pending ON turns (received_at) WHERE processed_at IS NULL",
-    """CREATE TABLE IF NOT EXISTS transcript_offsets (
-        path       TEXT PRIMARY KEY,
-        offset     INTEGER NOT NULL,
-        updated_at REAL NOT NULL
-    )""",
     """CREATE TABLE IF NOT EXISTS emitted (
         key        TEXT PRIMARY KEY,
         memory_id  TEXT,
         emitted_at REAL NOT NULL
     )""",
 )
+# What a spool of an older version needs beyond `_SCHEMA`, by the version that brings it.
+_MIGRATIONS = {
+    # The capture engine keeps its own transcript offsets (in PostgreSQL, with the memories it stores);
+    # the spool's were never written.
+    2: ("DROP TABLE IF EXISTS transcript_offsets",),
+}
 
 
 class _Row:
@@ -222,9 +223,14 @@ def _upgrade_schema(conn: sqlite3.Connection, path: str) -> None:
 def _create_tables(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:  # another process won
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version < SCHEMA_VERSION:  # else another process won
             for statement in _SCHEMA:
                 conn.execute(statement)
+            if version:  # a new spool has nothing to migrate
+                for step in range(version + 1, SCHEMA_VERSION + 1):
+                    for statement in _MIGRATIONS.get(step, ()):
+                        conn.execute(statement)
             conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
@@ -672,36 +678,11 @@ def pending_turns(conn: sqlite3.Connection, limit: int = 50) -> list[TurnRow]:
     return [TurnRow(*row) for row in rows]
 
 
-def transcript_offset(conn: sqlite3.Connection, path: str) -> int:
-    row = conn.execute("SELECT offset FROM transcript_offsets WHERE path = ?", (path,)).fetchone()
-    return int(row[0]) if row else 0
-
-
-def previous_turn_message(conn: sqlite3.Connection, session_id: str, before: float) -> str | None:
-    """The last message of the session's latest turn already processed before `before`."""
-    row = conn.execute(
-        "SELECT last_message FROM turns WHERE session_id = ? AND processed_at IS NOT NULL "
-        "AND received_at <= ? ORDER BY received_at DESC, rowid DESC LIMIT 1",
-        (session_id, before),
-    ).fetchone()
-    return row[0] if row else None
-
-
-def finish_turn(
-    conn: sqlite3.Connection, turn_key: str, outcome: str, transcript_path: str | None, offset: int | None
-) -> None:
-    """Mark a turn done and move its transcript's offset past what it consumed, in one transaction."""
-    now = time.time()
-    with transaction(conn):
-        conn.execute(
-            "UPDATE turns SET processed_at = ?, outcome = ? WHERE turn_key = ?", (now, outcome, turn_key)
-        )
-        if transcript_path and offset is not None:
-            conn.execute(
-                "INSERT INTO transcript_offsets (path, offset, updated_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (path) DO UPDATE SET offset = excluded.offset, updated_at = excluded.updated_at",
-                (transcript_path, offset, now),
-            )
+def finish_turn(conn: sqlite3.Connection, turn_key: str, outcome: str) -> None:
+    """Mark a turn done (the capture engine committed where it read the transcript up to)."""
+    conn.execute(
+        "UPDATE turns SET processed_at = ?, outcome = ? WHERE turn_key = ?", (time.time(), outcome, turn_key)
+    )
 
 
 def turn_failed(conn: sqlite3.Connection, turn_key: str, error: str) -> bool:

@@ -642,6 +642,18 @@ def derive_statements(project: str, events: Iterable[ToolEvent]) -> list[Stateme
     return sorted(found.values(), key=lambda s: (s.at, s.key))
 
 
+# A failing command that later passed is a `learnings` memory, which the capture engine makes from the
+# transcript (it knows what happened in between); every other statement is a `patterns` memory.
+NOT_PATTERNS = frozenset({"fix"})
+
+
+def pattern_statements(project: str, events: Iterable[ToolEvent]) -> list[Statement]:
+    """The statements stored as `patterns` memories, whichever trigger saw the events: the capture worker
+    (the PostToolUse hook's spooled events) and the capture engine (the commands a transcript's turn ran).
+    Their texts are the same for the same command, so the store's content dedup keeps one of each."""
+    return [s for s in derive_statements(project, events) if s.kind not in NOT_PATTERNS]
+
+
 _Add = Callable[[str, str, str, ToolEvent], None]
 
 

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from cems_cli.capture import spool
-from cems_cli.capture.tool_patterns import ToolEvent, derive_statements
+from cems_cli.capture.tool_patterns import ToolEvent, pattern_statements
 
 if TYPE_CHECKING:
     from cems_cli.capture.observer import Observer
@@ -43,9 +43,6 @@ if TYPE_CHECKING:
 TOOL_BATCH = 500
 TURN_BATCH = 20
 PROJECT_WINDOW = 2000  # events per project that statements are derived from
-# A failing command that later passed becomes a `learnings` memory in the capture engine, from the
-# transcript (which knows what happened in between); the tool-event path keeps to how the project works.
-ENGINE_KINDS = frozenset({"fix"})
 LLM_FAILURE = "LLM extraction failed"
 TURN_SOURCE = "session"  # memories this trigger stores first; the observer's are "observer"
 
@@ -131,12 +128,9 @@ class _Worker:
     def observer(self) -> Observer:
         """The capture engine, with the observer's settings (chunk limits, LLM extraction)."""
         if self._observer is None:
-            from cems_cli.capture.observer import Observer, llm_for
-            from cems_cli.capture.observer_settings import load_observer_settings
+            from cems_cli.capture.observer import capture_engine
 
-            observer_settings = load_observer_settings()
-            llm = llm_for(observer_settings, self.service.live_settings())
-            self._observer = Observer(self.service, observer_settings, llm, source=TURN_SOURCE)
+            self._observer = capture_engine(self.service, source=TURN_SOURCE)
         return self._observer
 
     def close(self) -> None:
@@ -208,11 +202,7 @@ class _Worker:
             )
             for r in rows
         ]
-        statements = {
-            f"{project}\n{s.key}": s
-            for s in derive_statements(project, events)
-            if s.kind not in ENGINE_KINDS
-        }
+        statements = {f"{project}\n{s.key}": s for s in pattern_statements(project, events)}
         done = spool.emitted_keys(self.conn, statements)
         for key, statement in statements.items():
             if key in done:
@@ -264,7 +254,7 @@ class _Worker:
             stored = report.observations + report.sessions_updated
             self.summary.turn_memories_stored += report.observations
             outcome = "engine" if report.chunks or stored else "seen"  # "seen": the observer was first
-        spool.finish_turn(self.conn, turn.turn_key, outcome, path, None)
+        spool.finish_turn(self.conn, turn.turn_key, outcome)
         self.summary.turns += 1
 
 

@@ -45,11 +45,6 @@ class Assembly:
     tokens: int = 0
 
 
-def priority_for_access_count(access_count: int) -> float:
-    """Seed 003: 1.0 + min(access_count * 0.05, 1.0), so 2.0 from the 20th access on."""
-    return 1.0 + min(max(access_count, 0) * 0.05, 1.0)
-
-
 def session_from_tags(cand: Candidate) -> str | None:
     """The `session:<id>` tag of a candidate, if it has one."""
     return next((t for t in cand.tags if t.startswith(SESSION_TAG_PREFIX)), None)

@@ -52,15 +52,6 @@ def min_max_normalise(scores: Sequence[float]) -> list[float]:
     return [(s - low) / span for s in clean]
 
 
-def max_normalise(scores: Sequence[float]) -> list[float]:
-    """Divide by the largest score (seed 001's lexical-stream normalisation); non-positive max → zeros."""
-    clean = [_finite_or_zero(s) for s in scores]
-    high = max(clean, default=0.0)
-    if high <= 0:
-        return [0.0 for _ in clean]
-    return [max(0.0, s / high) for s in clean]
-
-
 def effective_weight(
     ranked: RankedList,
     original_weight: float = DEFAULT_ORIGINAL_WEIGHT,

@@ -455,12 +455,6 @@ def _write_values(command_values: _Values, cwd: str | None) -> _Values:
     return _Values(list(dict.fromkeys(paths)))
 
 
-def candidate_values(field: str, tool_input: Mapping[str, Any], cwd: str | None = None) -> list[str]:
-    """The strings a pattern is tried against. Non-string values yield nothing, so they never match.
-    A shell command yields its raw forms, then each simple command as the shell sees it."""
-    return _values(field, tool_input, cwd).texts
-
-
 # --- decision -------------------------------------------------------------------------------------------
 
 

@@ -418,3 +418,30 @@ def test_only_regular_files_inside_the_roots_are_read_never_a_link_or_a_fifo(svc
     real.symlink_to(outside / "secret.jsonl")
     report = observer.sync([real])
     assert report.errors == [] and report.files == 0 and sessions() == {"inside-session"}
+
+
+def test_both_triggers_build_the_engine_with_one_factory(svc, tmp_path, monkeypatch):
+    """The Stop hook's worker and the observer daemon get the same engine from `capture_engine`: the
+    observer's settings from CEMS_OBSERVER_*, and the extraction client those settings ask for."""
+    from cems_cli.capture import observer, worker
+    from cems_cli.config import get_settings
+
+    monkeypatch.setenv("CEMS_OBSERVER_PATHS", str(tmp_path))
+    monkeypatch.setenv("CEMS_OBSERVER_LLM", "false")
+    built: list[str] = []
+    real = observer.capture_engine
+
+    def spy(service, observer_settings=None, **options):
+        engine = real(service, observer_settings, **options)
+        built.append(engine.source)
+        return engine
+
+    monkeypatch.setattr(observer, "capture_engine", spy)
+    stop_worker = worker._Worker(get_settings(), None, worker.Summary())  # type: ignore[arg-type]
+    try:
+        engine = stop_worker.observer
+    finally:
+        stop_worker.close()
+    assert (engine.source, engine.llm, engine.roots) == ("session", None, [tmp_path])
+    assert observer.capture_engine(svc).source == "observer"
+    assert built == ["session", "observer"]

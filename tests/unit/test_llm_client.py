@@ -226,7 +226,6 @@ def test_degradation_logged_once_per_stage_at_debug(
     assert [r.levelno for r in records] == [logging.DEBUG, logging.DEBUG]
     assert "synthesis" in records[0].getMessage() and "500" in records[0].getMessage()
     assert "hyde" in records[1].getMessage()
-    assert llm.degraded_stages() == {"synthesis", "hyde"}
 
 
 # --------------------------------------------------------------------------- configuration
@@ -269,7 +268,7 @@ def test_openai_is_imported_only_when_needed() -> None:
         "assert c is not None;"
         "heavy = sorted(m for m in ('openai', 'httpx2', 'httpx') if m in sys.modules);"
         "assert not heavy, heavy;"
-        "c.warm();"  # warming is what loads it, ahead of the first call
+        "c._client();"  # building the SDK client is what loads it
         "assert 'openai' in sys.modules"
     )
     result = subprocess.run(

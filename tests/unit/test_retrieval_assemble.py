@@ -11,7 +11,6 @@ from cems_cli.retrieval.assemble import (
     assemble_diverse,
     assemble_greedy,
     jaccard,
-    priority_for_access_count,
     session_from_tags,
 )
 from cems_cli.retrieval.types import Candidate
@@ -31,13 +30,6 @@ def cand(doc_id: str, content: str, score: float, session: str | None = None) ->
 
 def ids(assembly: Assembly) -> list[str]:
     return [c.document_id for c in assembly.selected]
-
-
-@pytest.mark.parametrize(
-    ("count", "priority"), [(0, 1.0), (1, 1.05), (10, 1.5), (20, 2.0), (25, 2.0), (-3, 1.0)]
-)
-def test_priority_for_access_count(count, priority):
-    assert priority_for_access_count(count) == pytest.approx(priority)
 
 
 def test_greedy_skips_what_does_not_fit_and_continues():

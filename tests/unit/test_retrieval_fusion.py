@@ -11,7 +11,6 @@ from cems_cli.retrieval.fusion import (
     effective_weight,
     fuse_candidates,
     linear_fuse,
-    max_normalise,
     min_max_normalise,
     weighted_rrf,
 )
@@ -186,13 +185,6 @@ def test_min_max_normalise():
     assert min_max_normalise([5.0, 5.0]) == [1.0, 1.0]
     assert min_max_normalise([0.0, 0.0]) == [0.0, 0.0]
     assert min_max_normalise([float("nan"), 1.0, 3.0]) == pytest.approx([0.0, 1 / 3, 1.0])
-
-
-def test_max_normalise():
-    assert max_normalise([2.0, 4.0, 1.0]) == [0.5, 1.0, 0.25]
-    assert max_normalise([0.0, 0.0]) == [0.0, 0.0]
-    assert max_normalise([]) == []
-    assert max_normalise([float("inf"), 2.0]) == [0.0, 1.0]
 
 
 # --- linear score fusion ---------------------------------------------------------------------------------

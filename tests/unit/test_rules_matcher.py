@@ -10,7 +10,6 @@ import pytest
 from cems_cli.rules import matcher
 from cems_cli.rules.matcher import (
     Decision,
-    candidate_values,
     compile_pattern,
     decide,
     main_field,
@@ -19,6 +18,11 @@ from cems_cli.rules.matcher import (
 )
 from cems_cli.rules.model import make_rule
 from cems_cli.rules.snapshot import SnapshotRule
+
+
+def candidate_values(field: str, tool_input: dict, cwd: str | None = None) -> list[str]:
+    """The strings a rule's pattern is tried against for `field` of the tool input."""
+    return matcher._values(field, tool_input, cwd).texts
 
 
 def rule(pattern: str, tool: str = "Bash", action: str = "block", **kw):

@@ -67,3 +67,27 @@ def test_a_new_spool_is_owner_only_and_in_wal_mode(tmp_path):
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert conn.execute("PRAGMA user_version").fetchone() == (spool.SCHEMA_VERSION,)
+
+
+def test_a_spool_of_version_1_loses_its_unused_offsets_table_and_keeps_its_rows(tmp_path):
+    """Version 1 had a `transcript_offsets` table nothing wrote (the capture engine keeps its offsets in
+    PostgreSQL); opening such a spool drops it and keeps what the hooks spooled."""
+    path = tmp_path / spool.SPOOL_FILE
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE transcript_offsets (path TEXT PRIMARY KEY, offset INTEGER NOT NULL, "
+                     "updated_at REAL NOT NULL)")
+        conn.execute("CREATE TABLE tool_events (tool_use_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, "
+                     "event TEXT NOT NULL, tool_name TEXT NOT NULL, cwd TEXT, agent_id TEXT, "
+                     "received_at REAL NOT NULL, data TEXT NOT NULL, project TEXT, processed_at REAL)")
+        conn.execute("INSERT INTO tool_events VALUES ('t1', 's', 'PostToolUse', 'Bash', NULL, NULL, 1, '{}', "
+                     "NULL, NULL)")
+        conn.execute("PRAGMA user_version=1")
+    conn = spool.connect(str(path))
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert "transcript_offsets" not in tables and {"tool_events", "turns", "emitted"} <= tables
+        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+        assert [row.tool_use_id for row in spool.pending_tool_events(conn, 10)] == ["t1"]
+    finally:
+        conn.close()
