@@ -15,7 +15,6 @@ the first call that needs the database (a connection) or the model (an embedding
 
 from __future__ import annotations
 
-import builtins
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -316,7 +315,7 @@ class Memory:
         return self._service.get(id_or_prefix)
 
     # Progressive recall: an index first, the full texts chosen from it (cems_cli/progressive.py) --------
-    def search_index(self, query: str, **options: Any) -> builtins.list[IndexEntry]:
+    def search_index(self, query: str, **options: Any) -> list[IndexEntry]:
         """`search`, as a compact index: id, title, date, category, confidence and what each full text
         costs in tokens (`get_many` fetches the texts chosen). Takes `search`'s options."""
         from cems_cli.progressive import entry_of_result
@@ -332,41 +331,41 @@ class Memory:
         return timeline(self._service, id_or_prefix, session=session, before=before, after=after,
                         within=within)
 
-    def get_many(self, ids: Sequence[str]) -> builtins.list[Fetched]:
+    def get_many(self, ids: Sequence[str]) -> list[Fetched]:
         """The live memories of these ids (or prefixes), in order; an id that names none of yours (unknown,
         another user's, forgotten) gets its own one-line error instead of failing the rest."""
         from cems_cli.lookup import get_many
 
         return get_many(self._service, ids)
 
-    def list(
+    def list_memories(
         self, *, scope: str = "both", category: str | None = None, project: str | None = None, limit: int = 50
     ) -> list[MemoryRecord]:
         """Your memories (and your team's shared ones), newest first."""
-        return self._service.list(scope=scope, category=category, project=project, limit=limit)
+        return self._service.list_memories(scope=scope, category=category, project=project, limit=limit)
 
     def current_project(self, cwd: str | None = None) -> str:
         """The `project:<name>` reference of a folder (its git remote, else its path), or CEMS_PROJECT."""
         return self.settings.current_project(cwd)
 
     # Changing -------------------------------------------------------------------------------------------
-    def forget(self, ids: str | Sequence[str], *, purge: bool = False) -> builtins.list[str]:
+    def forget(self, ids: str | Sequence[str], *, purge: bool = False) -> list[str]:
         """Forget memories by id or id prefix, all or none (archive; `purge` deletes). Returns full ids."""
         return self._service.forget_many([ids] if isinstance(ids, str) else list(ids), purge=purge)
 
     def forget_where(self, *, tag: str | None = None, source: str | None = None, purge: bool = False,
-                     confirm: Callable[[builtins.list[str]], bool] | None = None) -> builtins.list[str]:
+                     confirm: Callable[[list[str]], bool] | None = None) -> list[str]:
         """Forget every live memory of yours with this tag and/or source; `confirm(ids)` may refuse."""
         selected = self._service.forgettable(tag=tag, source=source)
         if not selected or (confirm is not None and not confirm(selected)):
             return []
         return self._service.forget_ids(selected, purge=purge)
 
-    def ids_where(self, *, tag: str | None = None, source: str | None = None) -> builtins.list[str]:
+    def ids_where(self, *, tag: str | None = None, source: str | None = None) -> list[str]:
         """Ids of your live memories with this tag and/or source (what `forget_where` would forget)."""
         return self._service.forgettable(tag=tag, source=source)
 
-    def forget_ids(self, ids: Sequence[str], *, purge: bool = False) -> builtins.list[str]:
+    def forget_ids(self, ids: Sequence[str], *, purge: bool = False) -> list[str]:
         """Forget these full ids (from `ids_where`), all or none."""
         return self._service.forget_ids(ids, purge=purge)
 
@@ -388,7 +387,7 @@ class Memory:
         self, *, category: str | None = None, scope: str = "both", project: str | None = None,
         source: str | None = None, pinned: bool | None = None, since: datetime | None = None,
         until: datetime | None = None, state: str = "live", limit: int = 50, offset: int = 0,
-    ) -> builtins.list[MemoryRecord]:
+    ) -> list[MemoryRecord]:
         """Your memories (and your team's shared ones) by filters, pinned first, newest first. `state`:
         live, archived (forgotten, merged, expired: what `restore` can bring back) or all."""
         from cems_cli.store.browse import STATES, Filters, browse
@@ -435,7 +434,7 @@ class Memory:
             raise UserError("another memory of yours already holds this text: nothing changed")
         return record.id
 
-    def sessions(self, project: str | None = None, *, limit: int = 30) -> builtins.list[SessionEntry]:
+    def sessions(self, project: str | None = None, *, limit: int = 30) -> list[SessionEntry]:
         """The latest agent sessions and what each stored (memories tagged `session:<id>`), newest first."""
         from cems_cli.store.browse import sessions
 
@@ -463,7 +462,7 @@ class Memory:
         return counts(str(self.settings.home))
 
     def recall_preview(self, prompt: str, *, project: str | None = None,
-                       exclude: Sequence[str] = ()) -> builtins.list[SearchResult]:
+                       exclude: Sequence[str] = ()) -> list[SearchResult]:
         """What `recall` would return for this prompt, with each result's explain, without stamping the
         memories as recalled (looking is not use)."""
         return self._service.recall(prompt, project=project, exclude=exclude, explain=True, stamp=False)
@@ -501,7 +500,7 @@ class Memory:
         settings = self._service.live_settings()  # context_ttl_days, archive_grace_days may be stored
         return run_maintenance(self._service.conn, settings, dry_run=dry_run, progress=progress)
 
-    def summaries(self, project: str | None = None) -> builtins.list[StoredSummary]:
+    def summaries(self, project: str | None = None) -> list[StoredSummary]:
         """Your summaries of groups of memories (level 1) and of projects (level 2), what an overview
         question is answered from first. `project`: `project:name`, or "" for memories of no project."""
         from cems_cli.store.summaries import list_summaries
@@ -573,7 +572,7 @@ class Memory:
 
     # Teams and audit (a shared server) ------------------------------------------------------------------
     def audit(self, *, team: str | None = None, since: datetime | str | None = None,
-              limit: int = 200) -> builtins.list[AuditEntry]:
+              limit: int = 200) -> list[AuditEntry]:
         """The audit trail you may read, newest first: who wrote, changed, shared, forgot or searched shared
         memories and rules (your own actions, your teams', everything for an administrator). `since` is a
         time or a duration back from now (`30m`, `12h`, `1d`, `2w`)."""
@@ -658,7 +657,7 @@ class Config:
     def __init__(self, memory: Memory) -> None:
         self._memory = memory
 
-    def list(self) -> list[SettingValue]:
+    def list_settings(self) -> list[SettingValue]:
         from cems_cli.live_settings import LIVE_KEYS
 
         return self._values(LIVE_KEYS)
@@ -699,7 +698,7 @@ class Config:
     def _value(self, key: str) -> SettingValue:
         return self._values((key,))[0]
 
-    def _values(self, keys: Sequence[str]) -> builtins.list[SettingValue]:
+    def _values(self, keys: Sequence[str]) -> list[SettingValue]:
         """The settings in effect and what is stored, read once for all `keys`."""
         from cems_cli.live_settings import LIVE, source_of, toml_keys_of_config
 
@@ -759,13 +758,13 @@ class Rules:
 
         return add_rules(self._memory._service, list(rules))
 
-    def list(self, project: str | None = None) -> list[Rule]:
+    def list_rules(self, project: str | None = None) -> list[Rule]:
         """The rules in force for you (yours and your team's), optionally those binding one project."""
         from cems_cli.rules.manage import list_rules
 
         return list_rules(self._memory._service, project)
 
-    def refresh(self) -> builtins.list[Rule]:
+    def refresh(self) -> list[Rule]:
         """Rewrite the local snapshot the PreToolUse hook reads (rules a teammate shared reach this machine);
         returns the rules in force."""
         from cems_cli.rules.refresh import write_rules_snapshot
@@ -787,7 +786,7 @@ class Rules:
         from cems_cli.rules.bounded import decide_bounded
 
         current = normalize_project(project) if project else self._memory.current_project(cwd)
-        return decide_bounded(self.list(), tool, tool_input, current.lower(), cwd,
+        return decide_bounded(self.list_rules(), tool, tool_input, current.lower(), cwd,
                               self._memory.settings.rules_on_timeout)
 
 
@@ -822,7 +821,7 @@ class Teams:
         with database_refusals():
             return store.remove_member(self._memory._service.conn, team, member)
 
-    def list(self) -> list[TeamRow]:
+    def list_teams(self) -> list[TeamRow]:
         from cems_cli.store import teams as store
 
         return store.list_teams(self._memory._service.conn)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -372,7 +371,7 @@ class MemoryService:
             raise UserError(f"no memory with id {id_or_prefix!r}")
         return record
 
-    def list(
+    def list_memories(
         self, *, scope: str = "both", category: str | None = None, project: str | None = None, limit: int = 50
     ) -> list[MemoryRecord]:
         from cems_cli.store import memories
@@ -398,7 +397,7 @@ class MemoryService:
         track_access: bool = True,
         now: datetime | None = None,
         include_weak: bool = False,
-    ) -> builtins.list[SearchResult]:
+    ) -> list[SearchResult]:
         """Results at or above the confidence floor (recall_min_confidence, the prompt hook's); with
         `include_weak` the rest too, each marked `weak`."""
         from cems_cli.retrieval.pipeline import SearchRequest, run_search
@@ -451,7 +450,7 @@ class MemoryService:
         exclude: Sequence[str] = (),
         explain: bool = False,
         stamp: bool = True,
-    ) -> builtins.list[SearchResult]:
+    ) -> list[SearchResult]:
         """What the prompt hook injects; what is not given comes from the live settings (CEMS_RECALL_*,
         `cems config set recall_limit 2`, …). `deadline`: a time.monotonic() moment the answer is due.
         `exclude`: ids already in the agent's context, left out before the limit and budget apply.
@@ -505,7 +504,7 @@ class MemoryService:
     def forget(self, id_or_prefix: str, purge: bool = False) -> str:
         return self.forget_many([id_or_prefix], purge=purge)[0]
 
-    def forget_many(self, ids_or_prefixes: Sequence[str], purge: bool = False) -> builtins.list[str]:
+    def forget_many(self, ids_or_prefixes: Sequence[str], purge: bool = False) -> list[str]:
         """Forget (archive, or with `purge` delete) several memories in one transaction: all of them, or none
         when any id is unknown or not yours. Returns their full ids, in the order given, without repeats."""
         from cems_cli.store import memories
@@ -524,7 +523,7 @@ class MemoryService:
             labels.setdefault(resolved[given] or given, given)
         return self.forget_ids(list(labels), purge=purge, labels=labels)
 
-    def forgettable(self, *, tag: str | None = None, source: str | None = None) -> builtins.list[str]:
+    def forgettable(self, *, tag: str | None = None, source: str | None = None) -> list[str]:
         """Ids of your own live memories with this tag and/or source: what `forget --tag/--source` forgets."""
         from cems_cli.store import memories
 
@@ -536,7 +535,7 @@ class MemoryService:
     def forget_ids(
         self, memory_ids: Sequence[str], *, purge: bool = False, labels: dict[str, str] | None = None,
         rules: bool = False,
-    ) -> builtins.list[str]:
+    ) -> list[str]:
         """Forget these full ids in one transaction, rolled back unless every one of them was yours and live
         (or, for a purge, still there). A rule is forgotten only with `rules` (`cems rule rm`): `forget` is
         also the agent's (MCP, the plugin's pre-approved `cems forget`), and an agent must not be able to

@@ -187,7 +187,7 @@ def list_(
 
     check_range("--limit", limit, 1, LIST_LIMIT_MAX)
     with service() as svc:
-        records = svc.list(
+        records = svc.list_memories(
             scope=scope,
             category=category,
             limit=limit,

@@ -61,7 +61,7 @@ def list_(
     from cems_cli.project import normalize_project
 
     with service() as svc:
-        rules = svc.rules.list(normalize_project(project).lower() if project else None)
+        rules = svc.rules.list_rules(normalize_project(project).lower() if project else None)
     if as_json:
         emit_json({"rules": [_rule_json(r) for r in rules]})
         return
@@ -124,7 +124,7 @@ def test(
         fail("--input must be a JSON object")
     with service() as svc:
         current = normalize_project(project).lower() if project else svc.settings.current_project().lower()
-        rules = svc.rules.list()
+        rules = svc.rules.list_rules()
         on_timeout = svc.settings.rules_on_timeout
     decision = decide(rules, tool, tool_input, current, cwd=os.getcwd(), on_timeout=on_timeout)
     result = {

@@ -24,7 +24,7 @@ def _shown(value: object) -> str:
 def list_(as_json: bool = JsonOption) -> None:
     """Every setting that can be stored: its value in effect and where it comes from."""
     with service() as memory:
-        values = memory.config.list()
+        values = memory.config.list_settings()
     if as_json:
         emit_json({"settings": [v.to_json() for v in values]})
         return

@@ -75,7 +75,7 @@ def remove(name: str = NameArgument, role: str = RoleArgument, as_json: bool = J
 def list_(as_json: bool = JsonOption) -> None:
     """Your teams (every team, for an administrator)."""
     with _memory() as memory:
-        teams = memory.teams.list()
+        teams = memory.teams.list_teams()
     if as_json:
         emit_json({"teams": [team.to_json() for team in teams]})
         return

@@ -227,7 +227,7 @@ def list_recent(args: dict[str, Any]) -> dict[str, Any]:
     from cems_cli.cli.common import service
 
     with service() as memory:
-        records = memory.list(
+        records = memory.list_memories(
             scope=args.get("scope", SearchScope.BOTH.value),
             category=args.get("category"),
             project=_project(args.get("project")),
@@ -254,7 +254,7 @@ def rule_list(args: dict[str, Any]) -> dict[str, Any]:
 
     project = _project(args.get("project"))
     with service() as memory:
-        rules = memory.rules.list(project.lower() if project else None)
+        rules = memory.rules.list_rules(project.lower() if project else None)
     return {"count": len(rules), "rules": [r.to_dict() for r in rules]}
 
 
@@ -264,7 +264,7 @@ def rule_test(args: dict[str, Any]) -> dict[str, Any]:
     project = _project(args.get("project"))
     with service() as memory:
         current = project.lower() if project else memory.current_project().lower()
-        rules = memory.rules.list()
+        rules = memory.rules.list_rules()
         # On this worker thread too, the library keeps the hook's regex budget (rules.bounded).
         decision = memory.rules.test(args["tool"], args["input"], project=current, cwd=os.getcwd())
     return {

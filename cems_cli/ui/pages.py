@@ -212,7 +212,7 @@ class _Pages:
                     status: int = 200) -> Response:
         params = request.query_params
         tool, value = params.get("tool", "Bash"), params.get("input", "")
-        found = await self.viewer.call(self.memory.rules.list)
+        found = await self.viewer.call(self.memory.rules.list_rules)
         tested = None
         if value.strip():
             tested = await self.viewer.call(self._test_rule, tool.strip() or "Bash", value)
@@ -263,7 +263,7 @@ class _Pages:
         who = self.memory.whoami()
         if not who.get("restricted") and "database" not in who:
             return {"who": who, "server": False, "teams": [], "shared": [], "audit": []}
-        teams = [self.memory.teams.show(team.name) for team in self.memory.teams.list()]
+        teams = [self.memory.teams.show(team.name) for team in self.memory.teams.list_teams()]
         shared = self.memory.browse(scope="shared", limit=RESULTS)
         audit = self.memory.audit(limit=100)
         return {"who": who, "server": True, "teams": teams, "shared": shared, "audit": audit}

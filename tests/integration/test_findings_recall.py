@@ -42,7 +42,7 @@ def captured(env, tmp_path, monkeypatch):
         settings = ObserverSettings(observer_paths=str(tmp_path / "projects"), observer_idle_seconds=0)
         report = Observer(svc, settings).sync()
         assert report.errors == [], report.errors
-        stored = svc.list(limit=200)
+        stored = svc.list_memories(limit=200)
     yield project, stored
     from cems_cli.server.daemon import stop_server
 

@@ -38,11 +38,12 @@ def test_remember_search_get_list_and_forget(memory):
 
     record = memory.get(first.id[:8])
     assert isinstance(record, cems.MemoryRecord) and record.id == first.id
-    assert {r.id for r in memory.list(category="preferences")} == {first.id}
+    assert {r.id for r in memory.list_memories(category="preferences")} == {first.id}
 
     assert memory.forget(first.id[:8]) == [first.id]
     assert [r.id for r in memory.search("which package manager")] != [first.id]
-    assert first.id not in {r.id for r in memory.list()}  # archived: kept for its grace period, not live
+    # Archived: kept for its grace period, not live.
+    assert first.id not in {r.id for r in memory.list_memories()}
 
 
 def test_bad_input_raises_user_error_and_stores_nothing(memory):
@@ -81,14 +82,15 @@ def test_rules_add_list_test_share_and_remove(memory, monkeypatch):
                      user_id=memory.settings.user)
     [(stored, created)] = memory.rules.add([rule])
     assert created and stored.id
-    assert [r.id for r in memory.rules.list()] == [stored.id]
+    assert [r.id for r in memory.rules.list_rules()] == [stored.id]
     decision = memory.rules.test("Bash", {"command": "git push -f origin main"})
     assert decision is not None and decision.action == "block" and decision.rule.id == stored.id
     assert memory.rules.test("Bash", {"command": "git status"}) is None
 
     shared = memory.share(stored.id, team="red")  # a rule is shared as a rule: it binds the team
     assert shared.created
-    assert any(r.scope == "shared" for r in memory.for_identity(memory.settings.user, "red").rules.list())
+    as_team = memory.for_identity(memory.settings.user, "red")
+    assert any(r.scope == "shared" for r in as_team.rules.list_rules())
 
     assert memory.rules.remove(stored.id[:8]) == stored.id
 
@@ -101,10 +103,10 @@ def test_status_maintain_export_and_import(memory, env):
     report = memory.maintain(dry_run=True)
     assert report.to_json()["dry_run"] is True
     # What maintenance (or forgetting) archived, the library brings back; an unknown id is a UserError.
-    [forgotten] = memory.forget(memory.list()[0].id)
+    [forgotten] = memory.forget(memory.list_memories()[0].id)
     restored = memory.restore(forgotten[:8])
     assert (restored.id, restored.merged_into, restored.undone) == (forgotten, None, [])
-    assert [r.id for r in memory.list()] == [forgotten]
+    assert [r.id for r in memory.list_memories()] == [forgotten]
     with pytest.raises(cems.UserError, match="no archived memory of yours"):
         memory.restore("0123abcd")
 
@@ -113,7 +115,7 @@ def test_status_maintain_export_and_import(memory, env):
     other = memory.for_identity(memory.settings.user + "-copy")
     imported = other.import_jsonl(lines)
     assert imported.created == 1
-    assert [r.content for r in other.list()] == ["The session cache lives in Redis."]
+    assert [r.content for r in other.list_memories()] == ["The session cache lives in Redis."]
 
 
 @pytest.mark.real_model  # the README's search finds by meaning

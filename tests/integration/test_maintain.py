@@ -273,7 +273,7 @@ def test_expired_memories_are_hidden_everywhere_and_archived_by_maintenance(svc,
 
     # expires_at is honoured before any maintenance: search, list, the session profile and counts.
     assert expired not in search_ids(svc, "where are invoices stored billing service")
-    assert expired not in [m.id for m in svc.list(limit=100)]
+    assert expired not in [m.id for m in svc.list_memories(limit=100)]
     profile = [m.id for _title, records in profile_sections(svc.conn, svc.identity, None) for m in records]
     assert expired not in profile and stale_context in profile
     assert sum(n for _scope, _category, n in counts(svc.conn, svc.identity)) == 5
@@ -578,7 +578,7 @@ def test_restore_undoes_a_merge_and_the_two_are_not_merged_again(svc, cli):
         assert survivor[column] == before[column], column
     assert survivor["merged_from"] == [{"id": merged, "restored": True}]
     assert back["merged_from"] == [{"kept_apart_from": kept}]
-    assert merged in [m.id for m in svc.list(limit=100)]
+    assert merged in [m.id for m in svc.list_memories(limit=100)]
 
     # The observer's next run must not merge them again.
     assert maintain(cli)["consolidated"] == []

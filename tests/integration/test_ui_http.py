@@ -189,7 +189,7 @@ def test_rules_add_list_test_and_count(client, memory, env):
     assert added.status_code == 303
     page = client.get(added.headers["location"]).text
     assert "Rule added" in page and "git push --force*" in page
-    rule = memory.rules.list()[0]
+    rule = memory.rules.list_rules()[0]
     tested = client.get("/rules", params={"tool": "Bash", "input": "git push --force origin main"}).text
     assert re.search(r"<b>block</b>: rule .*" + rule.id[:8], tested)
     assert "force pushes rewrite shared history" in tested
