@@ -31,13 +31,15 @@ run: $(VENV)/.installed
 test: lint
 	$(BIN)/python -m pytest -q
 
-## Ruff-clean and mypy-clean (settings in pyproject.toml): `make test`, and so CI, fails on either.
+## Ruff-clean, mypy-clean and the layers kept (import-linter's contracts), all set in pyproject.toml:
+## `make test`, and so CI, fails on any of them.
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-logo
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache build dist *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .import_linter_cache build dist *.egg-info

@@ -15,6 +15,7 @@ the first call that needs the database (a connection) or the model (an embedding
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -66,6 +67,76 @@ __all__ = [
     "set_quota",
     "list_quotas",
 ]
+
+
+@contextlib.contextmanager
+def opened() -> Iterator[Memory]:
+    """A `Memory` on this process's settings (read once: config.get_settings) for one command or one tool
+    call of a front end; closed (its connection released) when that ends."""
+    from cems_cli.config import get_settings
+
+    memory = Memory(get_settings())
+    try:
+        yield memory
+    finally:
+        memory.close()
+
+
+def describe_error(error: BaseException) -> tuple[str, int] | None:
+    """A known failure as (one-line message, exit code) for any front end to show; None for anything else
+    (a bug). Bad input exits 2, an unreachable store or embedder 1."""
+    from cems_cli.config import SettingsError
+
+    if isinstance(error, (UserError, SettingsError)):
+        return str(error), 2
+    from cems_cli.embedding.base import EmbeddingError
+    from cems_cli.embedding.limits import TextTooLarge
+
+    if isinstance(error, TextTooLarge):
+        return str(error), 2
+    from cems_cli.store.db import StoreError
+    from cems_cli.store.server import ServerError
+
+    if isinstance(error, (StoreError, ServerError, EmbeddingError)):
+        return str(error), 1
+    if isinstance(error, UnicodeEncodeError) and error.reason == "surrogates not allowed":
+        # Invalid UTF-8 (from argv, the environment or a file name) that no earlier check caught: still
+        # bad input, not a bug, and the database never received it.
+        return "a value is not valid UTF-8 (check the arguments and CEMS_* variables)", 2
+    return None
+
+
+def error_line(message: str) -> str:
+    """A message as a front end shows it: one line, with no password or API key in it (libpq and HTTP
+    libraries quote connection strings and URLs in their messages)."""
+    from cems_cli.config import mask_secrets
+
+    return mask_secrets(" ".join(message.split()))
+
+
+def database_status() -> dict[str, Any]:
+    """Where the store is and, for the embedded server, whether it runs and how big it is
+    (`cems db status --json`, the `database` of `cems status --json` and of the MCP `status` tool)."""
+    from cems_cli.config import get_settings
+    from cems_cli.paths import pgdata_path
+    from cems_cli.store.server import data_dir, data_dir_size, read_postmaster
+
+    settings = get_settings()
+    if settings.database_url:
+        from cems_cli.store.db import locate
+
+        return {"embedded": False, "location": locate(settings, start=False).description, "running": None}
+    pgdata = pgdata_path(settings.home)
+    state = read_postmaster(pgdata)
+    return {
+        "embedded": True,
+        "location": str(pgdata),
+        "data_dir": str(data_dir(pgdata)),  # where the cluster really is (as root: under /var/lib/cems)
+        "running": state is not None,
+        "pid": state.pid if state else None,
+        "socket": str(state.socket_dir) if state and state.socket_dir else None,
+        "size_bytes": data_dir_size(pgdata) if pgdata.exists() else 0,
+    }
 
 
 class Remembered(NamedTuple):

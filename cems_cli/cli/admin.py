@@ -14,26 +14,9 @@ admin_app = typer.Typer(
 
 
 def _server_state() -> dict:
-    from cems_cli.config import get_settings
-    from cems_cli.paths import pgdata_path
-    from cems_cli.store.server import data_dir, data_dir_size, read_postmaster
+    from cems_cli.api import database_status
 
-    settings = get_settings()
-    if settings.database_url:
-        from cems_cli.store.db import locate
-
-        return {"embedded": False, "location": locate(settings, start=False).description, "running": None}
-    pgdata = pgdata_path(settings.home)
-    state = read_postmaster(pgdata)
-    return {
-        "embedded": True,
-        "location": str(pgdata),
-        "data_dir": str(data_dir(pgdata)),  # where the cluster really is (as root: under /var/lib/cems)
-        "running": state is not None,
-        "pid": state.pid if state else None,
-        "socket": str(state.socket_dir) if state and state.socket_dir else None,
-        "size_bytes": data_dir_size(pgdata) if pgdata.exists() else 0,
-    }
+    return database_status()
 
 
 @db_app.command("status")

@@ -130,63 +130,34 @@ def stdin_is_terminal() -> bool:
 
 
 def cems_version() -> str:
-    """The installed distribution's version; the package's own when running from a source tree."""
-    from importlib.metadata import PackageNotFoundError, version
+    from cems_cli import installed_version
 
-    try:
-        return version("cems")
-    except PackageNotFoundError:
-        from cems_cli import __version__
-
-        return __version__
+    return installed_version()
 
 
 @contextlib.contextmanager
 def service() -> Iterator[Memory]:
-    """The library's `Memory` for one command (every command goes through it); closed (connection
-    released) when the command ends."""
-    from cems_cli.api import Memory
-    from cems_cli.config import get_settings
+    """The library's `Memory` for one command (every command goes through it), closed when it ends."""
+    from cems_cli.api import opened
 
-    memory = Memory(get_settings())
-    try:
+    with opened() as memory:
         yield memory
-    finally:
-        memory.close()
 
 
 def describe_error(error: BaseException) -> tuple[str, int] | None:
     """Known failures become (one-line message, exit code); anything else is a bug (None)."""
-    from cems_cli.config import SettingsError
-    from cems_cli.errors import UserError
-
     if isinstance(error, CliError):
         return str(error), error.code
-    if isinstance(error, (UserError, SettingsError)):
-        return str(error), 2
-    from cems_cli.embedding.base import EmbeddingError
-    from cems_cli.embedding.limits import TextTooLarge
+    from cems_cli.api import describe_error as described
 
-    if isinstance(error, TextTooLarge):
-        return str(error), 2
-    from cems_cli.store.db import StoreError
-    from cems_cli.store.server import ServerError
-
-    if isinstance(error, (StoreError, ServerError, EmbeddingError)):
-        return str(error), 1
-    if isinstance(error, UnicodeEncodeError) and error.reason == "surrogates not allowed":
-        # Invalid UTF-8 (from argv, the environment or a file name) that no earlier check caught: still
-        # bad input, not a bug, and the database never received it.
-        return "a value is not valid UTF-8 (check the arguments and CEMS_* variables)", 2
-    return None
+    return described(error)
 
 
 def error_line(message: str) -> str:
-    """What is printed after `error: `: one line, with no password or API key in it (libpq and HTTP
-    libraries quote connection strings and URLs in their messages)."""
-    from cems_cli.config import mask_secrets
+    """What is printed after `error: `: one line, no credential (cems_cli.api.error_line)."""
+    from cems_cli.api import error_line as line
 
-    return mask_secrets(" ".join(message.split()))
+    return line(message)
 
 
 # Argument checks ------------------------------------------------------------------------------------------

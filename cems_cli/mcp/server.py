@@ -143,7 +143,7 @@ def run_tool(name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
 
 def _error_line(error: Exception) -> str:
     """The CLI's one-line message for a known failure; type and first line for anything else (a bug)."""
-    from cems_cli.cli.common import describe_error, error_line
+    from cems_cli.api import describe_error, error_line
 
     described = describe_error(error)
     if described is not None:
@@ -180,7 +180,7 @@ def build_server() -> Server[Any]:
     from mcp import types as mcp_types
     from mcp.server.lowlevel import Server
 
-    from cems_cli.cli.common import cems_version
+    from cems_cli import installed_version
 
     tools = tool_list()
     one_at_a_time = anyio.Lock()
@@ -205,7 +205,7 @@ def build_server() -> Server[Any]:
 
     return Server(
         SERVER_NAME,
-        version=cems_version(),
+        version=installed_version(),
         title="CEMS memory",
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,

@@ -1,9 +1,10 @@
 """The MCP tools: each a JSON schema, a description an agent can act on, and a function over MemoryService.
 
-Every function opens the library's `Memory` the way the CLI's commands do (`cems_cli.cli.common.service`:
+Every function opens the library's `Memory` the way the CLI's commands do (`cems_cli.api.opened`:
 one per call, its connection closed afterwards; the embedding model is process-wide, so it loads once) and
 returns a JSON object. Bad input raises the errors the CLI turns into one-line messages (UserError,
-TextTooLarge, CliError…); server.py turns them into tool errors. Arguments arrive checked against the schema.
+TextTooLarge, StoreError…); server.py turns them into tool errors. Arguments arrive checked against the
+schema.
 
 Nothing heavy is imported at module level: `tools/list` must not load the model or reach the database.
 """
@@ -138,12 +139,12 @@ def _project(value: str | None) -> str | None:
 def search(args: dict[str, Any]) -> dict[str, Any]:
     """The compact index by default (progressive recall: `get` fetches the texts chosen); full: true gives
     every result's text and metadata, as before the index existed."""
-    from cems_cli.cli.common import service
+    from cems_cli.api import opened
     from cems_cli.embedding.limits import check_text_size
 
     query = args["query"]
     check_text_size(query, _max_bytes(), "search query", "shorten it")
-    with service() as memory:
+    with opened() as memory:
         results = memory.search(
             query,
             limit=args.get("limit"),
@@ -163,9 +164,9 @@ def search_payload(query: str, results: Sequence[Any], *, full: bool = False) ->
 
 
 def timeline(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.cli.common import service
+    from cems_cli.api import opened
 
-    with service() as memory:
+    with opened() as memory:
         found = memory.timeline(
             args.get("id"), session=args.get("session"), before=args.get("before", TIMELINE_DEFAULT),
             after=args.get("after", TIMELINE_DEFAULT), within=args.get("within"),
@@ -174,9 +175,9 @@ def timeline(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def get(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.cli.common import service
+    from cems_cli.api import opened
 
-    with service() as memory:
+    with opened() as memory:
         return get_payload(memory.get_many(args["ids"]))
 
 
@@ -190,12 +191,12 @@ def get_payload(fetched: Sequence[Any]) -> dict[str, Any]:
 
 
 def remember(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.cli.common import service
+    from cems_cli.api import opened
     from cems_cli.embedding.limits import check_text_size
 
     text = args["text"]
     check_text_size(text, _max_bytes())
-    with service() as memory:
+    with opened() as memory:
         memory_id, created = memory.remember(  # in the current project, as `cems remember` here
             text,
             category=args.get("category", MemoryCategory.GENERAL.value),
@@ -208,25 +209,25 @@ def remember(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def forget(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.cli.common import service
+    from cems_cli.api import opened
 
-    with service() as memory:
+    with opened() as memory:
         (memory_id,) = memory.forget(args["id"])
     return {"id": memory_id, "forgotten": True, "archived": True}
 
 
 def pin(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.cli.common import service
+    from cems_cli.api import opened
 
-    with service() as memory:
+    with opened() as memory:
         memory_id = memory.pin(args["id"], reason=args.get("reason"), category=args.get("pin_category"))
     return {"id": memory_id, "pinned": True}
 
 
 def list_recent(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.cli.common import service
+    from cems_cli.api import opened
 
-    with service() as memory:
+    with opened() as memory:
         records = memory.list_memories(
             scope=args.get("scope", SearchScope.BOTH.value),
             category=args.get("category"),
@@ -238,9 +239,9 @@ def list_recent(args: dict[str, Any]) -> dict[str, Any]:
 
 def rule_add(args: dict[str, Any]) -> dict[str, Any]:
     """What `cems rule add` does, with the same one-line form when no tool is given."""
-    from cems_cli.cli.common import service
+    from cems_cli.api import opened
 
-    with service() as memory:
+    with opened() as memory:
         stored, created = memory.rules.add_one(
             args["pattern"], tool=args.get("tool"), action=args.get("action"), reason=args.get("reason"),
             field=args.get("field"), regex=args.get("regex", False), project=args.get("project"),
@@ -250,19 +251,19 @@ def rule_add(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def rule_list(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.cli.common import service
+    from cems_cli.api import opened
 
     project = _project(args.get("project"))
-    with service() as memory:
+    with opened() as memory:
         rules = memory.rules.list_rules(project.lower() if project else None)
     return {"count": len(rules), "rules": [r.to_dict() for r in rules]}
 
 
 def rule_test(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.cli.common import service
+    from cems_cli.api import opened
 
     project = _project(args.get("project"))
-    with service() as memory:
+    with opened() as memory:
         current = project.lower() if project else memory.current_project().lower()
         rules = memory.rules.list_rules()
         # On this worker thread too, the library keeps the hook's regex budget (rules.bounded).
@@ -279,12 +280,11 @@ def rule_test(args: dict[str, Any]) -> dict[str, Any]:
 
 def status(args: dict[str, Any]) -> dict[str, Any]:
     """What `cems status --json` prints."""
-    from cems_cli.cli.admin import _server_state
-    from cems_cli.cli.common import service
+    from cems_cli.api import database_status, opened
 
-    with service() as memory:
+    with opened() as memory:
         found = memory.status().to_json()
-    return {**found, "database": _server_state()}
+    return {**found, "database": database_status()}
 
 
 # --- the catalogue ---------------------------------------------------------------------------------------
