@@ -140,6 +140,8 @@ HUGE = "99999999999999999999"  # beyond int64: PostgreSQL's bigint refused it as
         (["audit", "--limit", "0"], "--limit must be at least 1"),
         (["admin", "quota", "someone", "--memories", HUGE], "--memories must be at most 2,147,483,647"),
         (["admin", "quota", "x", "--searches-per-minute", "-1"], "--searches-per-minute must be at least 0"),
+        (["ui", "--port", "0"], "--port must be at least 1"),
+        (["ui", "--port", HUGE], "--port must be at most 65,535"),
     ],
 )
 def test_numbers_out_of_range_are_one_line_errors(cli, args, message):
@@ -194,7 +196,7 @@ def test_every_numeric_option_is_one_the_bounds_above_cover():
     walk(app, "")
     assert found == {("search", "limit"), ("list", "limit"), ("serve", "idle"), ("eval", "limit_questions"),
                      ("eval", "swebench_per_repo"), ("audit", "limit"), ("admin quota", "memories"),
-                     ("admin quota", "searches")}
+                     ("admin quota", "searches"), ("ui", "port")}
 
 
 # 3. NUL characters and lone surrogates in imported fields ------------------------------------------------
