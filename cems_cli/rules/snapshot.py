@@ -100,33 +100,25 @@ def default_snapshot_path() -> str:
 
 
 def _is_valid_record(record: Any) -> bool:
-    # Exact type checks, no generators: this runs for every rule on every tool call.
     if type(record) is not dict:
         return False
-    rule_id, tool, pattern = record.get("id"), record.get("tool"), record.get("pattern")
-    action = record.get("action")
-    if type(rule_id) is not str or type(tool) is not str or type(pattern) is not str:
-        return False
-    if type(action) is not str:
-        return False
-    if not (rule_id and tool and pattern) or action not in ACTION_RANK:
-        return False
-    reason, field, project = record.get("reason"), record.get("field"), record.get("project")
-    return (
-        (reason is None or type(reason) is str)
-        and (field is None or type(field) is str)
-        and (project is None or type(project) is str)
-    )
+    get = record.get
+    return _are_valid(get("id"), get("tool"), get("pattern"), get("action"), get("reason"), get("field"),
+                      get("project"))
 
 
 _ROW_LENGTH = len(SNAPSHOT_FIELDS)
 
 
 def _is_valid_row(row: Any) -> bool:
-    # The checks of `_is_valid_record`, by position: this runs for every rule on every tool call.
     if type(row) is not list or len(row) != _ROW_LENGTH:
         return False
-    rule_id, tool, pattern, action, reason, field, _regex, project = row[:8]
+    return _are_valid(row[0], row[1], row[2], row[3], row[4], row[5], row[7])
+
+
+def _are_valid(rule_id: Any, tool: Any, pattern: Any, action: Any, reason: Any, field: Any,
+               project: Any) -> bool:
+    # Exact type checks, no generators: this runs for every rule on every tool call.
     if type(rule_id) is not str or type(tool) is not str or type(pattern) is not str:
         return False
     if type(action) is not str:
