@@ -1,12 +1,14 @@
 """Who may talk to the viewer: only a browser that opened the URL `cems ui` printed, on this machine.
 
 The server binds 127.0.0.1, but any local user, and any web page the user visits, can reach a loopback
-port. So every request must carry the session cookie the printed URL's one-time `?token=` turns into
-(HttpOnly, SameSite=Strict: no other site's page can send it); a `Host` other than the server's own is refused
-(DNS rebinding: a hostile name resolving to 127.0.0.1 would otherwise be same-origin with the viewer); a
-write from another origin is refused; and every write carries a CSRF token the pages embed, checked in the
-route (`check_csrf`). Hand-written as a pure ASGI middleware: Starlette's TrustedHostMiddleware answers a
-bad Host but knows nothing of tokens or origins, and a BaseHTTPMiddleware would buffer the live stream.
+port. So a connection another local user owns is refused outright (Linux, `peer.py`: the cookie reaches
+every 127.0.0.1 port, so it is no secret from a user who listens on one); every request must carry the
+session cookie the printed URL's one-time `?token=` turns into (HttpOnly, SameSite=Strict: no other site's
+page can send it); a `Host` other than the server's own is refused (DNS rebinding: a hostile name resolving
+to 127.0.0.1 would otherwise be same-origin with the viewer); a write from another origin is refused; and
+every write carries a CSRF token the pages embed, checked in the route (`check_csrf`). Hand-written as a
+pure ASGI middleware: Starlette's TrustedHostMiddleware answers a bad Host but knows nothing of tokens or
+origins, and a BaseHTTPMiddleware would buffer the live stream.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+from cems_cli.ui import peer
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -79,6 +83,10 @@ class Guard:
     def refusal(self, scope: Scope) -> Response | None:
         """The answer to a request that may not reach the app, else None."""
         headers = Headers(scope=scope)
+        server = scope.get("server")
+        if peer.foreign(scope.get("client"), server[1] if server else self.port):
+            # Before the token: a cookie another local user took from the browser is no key (see peer.py).
+            return PlainTextResponse("this viewer answers only the user who started it", status_code=403)
         if headers.get("host") not in self.hosts:
             return PlainTextResponse("unknown Host: open the address `cems ui` printed", status_code=400)
         method = scope["method"]

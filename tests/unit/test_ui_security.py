@@ -129,3 +129,112 @@ def test_the_listening_socket_is_loopback_tcp_so_connections_get_nodelay():
         assert sock.proto == socket.IPPROTO_TCP
     finally:
         sock.close()
+
+
+# Another local user -------------------------------------------------------------------------------------
+# The browser sends the cookie to every 127.0.0.1 port (cookies are per host), so a local user who listens
+# on one gets it: the viewer must refuse that user's connections whatever they carry.
+
+def _table(tmp_path, *rows: tuple[str, int, int, int]):
+    from cems_cli.ui.peer import _hex_address
+
+    lines = ["  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout"]
+    for number, (ip, port, server_port, uid) in enumerate(rows):
+        lines.append(f"   {number}: {_hex_address(ip, port)} {_hex_address('127.0.0.1', server_port)} 01 "
+                     f"00000000:00000000 00:00000000 00000000  {uid:>5}        0 1234 1 0 20 4 30 10 -1")
+    path = tmp_path / "tcp"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_the_owner_of_a_loopback_connection_is_read_from_the_kernel_table(tmp_path):
+    import os
+
+    from cems_cli.ui.peer import foreign, owner
+
+    me = os.geteuid()
+    table = _table(tmp_path, ("127.0.0.1", 50123, PORT, me + 1), ("127.0.0.1", 50124, PORT, me),
+                   ("127.0.0.1", 50125, PORT + 1, me))
+    assert owner(("127.0.0.1", 50123), PORT, table) == me + 1
+    assert owner(("127.0.0.1", 50124), PORT, table) == me
+    assert foreign(("127.0.0.1", 50123), PORT, table)  # another user's socket
+    assert not foreign(("127.0.0.1", 50124), PORT, table)
+    assert foreign(("127.0.0.1", 50125), PORT, table)  # not listed for this port (reset before the look-up)
+    assert not foreign(("testclient", 50000), PORT, table)  # in-process test clients have no socket
+    assert not foreign(("127.0.0.1", 50123), PORT, str(tmp_path / "missing"))  # not Linux: nothing to tell
+
+
+def test_a_real_connection_of_this_user_is_its_own():
+    import os
+    import socket
+
+    from cems_cli.ui.peer import foreign, owner
+
+    if not os.path.exists("/proc/net/tcp"):
+        pytest.skip("no /proc/net/tcp (not Linux)")
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, peer = server.accept()
+            with accepted:
+                assert owner(peer, port) == os.geteuid()
+                assert not foreign(peer, port)
+                assert client  # still open while looked up
+
+
+def test_another_local_user_with_the_cookie_is_refused():
+    """End to end: the viewer's guard under uvicorn, and a client process running as `nobody` that holds
+    the right cookie and CSRF token (as if its listener had been sent them) is refused; the user is not."""
+    import os
+    import socket
+    import threading
+    import time
+
+    if os.geteuid() != 0 or not os.path.exists("/proc/net/tcp"):
+        pytest.skip("needs root (to run a client as another user) and Linux")
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    port = sock.getsockname()[1]
+
+    async def page(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("page")
+
+    app = Starlette(routes=[Route("/", page)])
+    app.add_middleware(Guard, token=TOKEN, port=port)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    request = (f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {cookie_name(port)}={TOKEN}\r\n"
+               "Connection: close\r\n\r\n").encode()
+
+    def status_as(uid: int | None) -> str:
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # only socket calls here: the parent has threads
+            try:
+                if uid is not None:
+                    os.setgid(uid)
+                    os.setuid(uid)
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+                    conn.sendall(request)
+                    answer = conn.recv(200)
+                os.write(write, answer.split(b"\r\n", 1)[0])
+            finally:
+                os._exit(0)
+        os.close(write)
+        os.waitpid(child, 0)
+        with os.fdopen(read, "rb") as pipe:
+            return pipe.read().decode()
+
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert status_as(None).endswith("200 OK")
+        assert status_as(65534).endswith("403 Forbidden")
+    finally:
+        server.should_exit = True
+        thread.join(5)
