@@ -4,6 +4,7 @@ idle, names a taken port)."""
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -103,6 +104,28 @@ def test_rule_counts_skip_garbage_lines(tmp_path):
     record(str(tmp_path), "r1", "warn", 5.0)
     assert counts(str(tmp_path)) == {"r1": {"warn": 1}}
     assert counts(str(tmp_path / "missing")) == {}
+
+
+def test_a_fifo_in_place_of_the_log_neither_hangs_the_hook_nor_lifts_the_block(tmp_path):
+    """Opening a FIFO for writing waits for a reader: a hook stuck there times out and the agent's tool
+    runs, so whoever can make `rule-hits.log` a FIFO (the agent, through a path the guard misses) would
+    lift every block. The count is skipped instead, and the answer is given at once."""
+    from cems_cli.rules.hits import FILE_NAME, counts, record
+    from cems_cli.rules.model import make_rule
+    from tests.integration.test_pre_tool_use_hook import HOOK, hook_env
+
+    home = tmp_path / "home"
+    home.mkdir()
+    set_rules(home, make_rule("git push --force*", "Bash", reason="history", id="r1"))
+    os.mkfifo(home / FILE_NAME, 0o600)
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, str(HOOK)], input=json.dumps(bash("git push --force")).encode(),
+                          capture_output=True, env=hook_env(home), cwd=str(tmp_path), timeout=20)
+    assert json.loads(proc.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert time.monotonic() - started < 10
+    record(str(home), "r1", "block", 5.0)  # and the library's own calls return too
+    assert counts(str(home)) == {}  # the viewer's rules page would wait for a writer
+    assert stat.S_ISFIFO((home / FILE_NAME).lstat().st_mode)
 
 
 # --- no web package in the hooks or the CLI's start ------------------------------------------------------
