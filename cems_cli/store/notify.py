@@ -4,6 +4,7 @@ text; a reader reads the row through the usual visibility rules."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 import psycopg
 
 CHANNEL = "cems_memories"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 @dataclass(frozen=True)
@@ -22,10 +24,13 @@ class Change:
 
 
 def parse(payload: str) -> Change | None:
+    """A notice the triggers send, else None. Any database role may NOTIFY on the channel, so only a full
+    id in PostgreSQL's spelling passes: a forged `update 3` would have the reader look up the id *prefix*
+    3 (how `get` takes ids) and show one of the user's memories as just changed."""
     op, _, memory_id = payload.partition(" ")
-    if op == "bulk":
+    if op == "bulk" and not memory_id:
         return Change("bulk", None)
-    if op in ("insert", "update", "delete") and 0 < len(memory_id) <= 64:
+    if op in ("insert", "update", "delete") and _UUID.fullmatch(memory_id):
         return Change(op, memory_id)
     return None
 

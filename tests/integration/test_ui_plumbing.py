@@ -55,8 +55,20 @@ def test_writes_notify_ids_only_and_reads_notify_nothing(env):
         memory.import_records(rows)
         assert drain() == ["bulk"]
         listener.close()
-    assert parse("insert abc").id == "abc" and parse("bulk").op == "bulk"
+    assert parse(f"insert {memory_id}").id == memory_id and parse("bulk").op == "bulk"
     assert parse("drop table x") is None and parse("insert " + "a" * 65) is None
+
+
+def test_a_forged_notice_names_no_id_prefix():
+    """Any database role may NOTIFY on the channel: `update 3` would make the viewer look up the id prefix
+    3 and show one of the user's memories as just changed."""
+    from cems_cli.store.notify import parse
+
+    uuid = "0b9d6f4e-2c1a-4d8e-9f3b-7a6c5e4d3b2a"
+    assert parse(f"update {uuid}").id == uuid and parse(f"delete {uuid}").op == "delete"
+    for forged in ("update 3", "insert abc", f"update {uuid[:-1]}", f"update {uuid} x",
+                   f"update {uuid.upper()}", "bulk extra", f"update  {uuid}"):
+        assert parse(forged) is None, forged
 
 
 def test_changes_stream_until_stopped(env):
