@@ -102,7 +102,8 @@ class Guard:
                 return PlainTextResponse("wrong token: open the address `cems ui` printed", status_code=403)
             # The token becomes the cookie, and leaves the address bar (and the history) at once.
             rest = urlencode([(k, v) for k, v in query.items() if k != "token"])
-            target = scope["path"] + (f"?{rest}" if rest else "")
+            # One leading slash: `//evil.example/` (or `/\evil.example`) in a Location is another site.
+            target = "/" + scope["path"].lstrip("/\\") + (f"?{rest}" if rest else "")
             redirect = RedirectResponse(target, status_code=303)
             redirect.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
             return redirect

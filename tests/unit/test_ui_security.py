@@ -66,6 +66,14 @@ def test_the_token_becomes_an_httponly_strict_cookie_and_leaves_the_address(clie
     assert client.get("/").text == "page"  # the client kept the cookie
 
 
+@pytest.mark.parametrize("path", ["//evil.example/", "/\\evil.example/", "///evil.example"])
+def test_the_token_redirect_stays_on_the_viewer(client, path):
+    answer = client.get(f"{BASE}{path}?token={TOKEN}")
+    assert answer.status_code == 303
+    location = answer.headers["location"]
+    assert location.startswith("/") and location[1:2] not in ("/", "\\") and "%5C" not in location[:4]
+
+
 @pytest.mark.parametrize("host", ["evil.example:18765", "127.0.0.1:1", "localhost", "127.0.0.1.nip.io:18765"])
 def test_a_foreign_host_is_refused_even_with_the_cookie(signed, host):
     assert signed.get("/", headers={"host": host}).status_code == 400
