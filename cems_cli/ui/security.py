@@ -71,7 +71,12 @@ class Guard:
         self.origins = frozenset(f"http://{host}" for host in self.hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "websocket":
+            # No route takes one, and a WebSocket is not bound by the same-origin policy: any page may open
+            # one to a loopback port. Closed before any route sees it, so a route added later is not open.
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] != "http":  # lifespan
             await self.app(scope, receive, send)
             return
         response = self.refusal(scope)

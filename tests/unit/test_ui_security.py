@@ -107,6 +107,24 @@ def test_a_write_without_the_cookie_is_refused_before_anything_runs(client):
     assert client.post("/write", data={"csrf": CSRF}).status_code == 401
 
 
+def test_a_websocket_is_refused_before_any_route():
+    """WebSockets ignore the same-origin policy; a route taking one must not be reachable past the guard."""
+    from starlette.routing import WebSocketRoute
+    from starlette.websockets import WebSocket, WebSocketDisconnect
+
+    async def echo(socket: WebSocket) -> None:
+        await socket.accept()
+        await socket.send_text("open")
+        await socket.close()
+
+    app = Starlette(routes=[WebSocketRoute("/ws", echo)])
+    app.add_middleware(Guard, token=TOKEN, port=PORT)
+    client = TestClient(app, base_url=BASE)
+    client.cookies.set(cookie_name(PORT), TOKEN)
+    with pytest.raises(WebSocketDisconnect), client.websocket_connect("/ws") as socket:
+        socket.receive_text()
+
+
 def test_every_answer_carries_the_security_headers(client, signed):
     for answer in (client.get("/"), signed.get("/")):
         assert "script-src 'self'" in answer.headers["content-security-policy"]
