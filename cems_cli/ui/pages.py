@@ -312,9 +312,18 @@ def _filters(form: dict[str, str]) -> dict[str, Any]:
         raise UserError("pinned: expected yes or no")
     since = _day(form["since"], "since")
     until = _day(form["until"], "until")
+    if until is not None:  # up to the end of that day; the last day there is bounds nothing
+        until = until + timedelta(days=1) if until.date() < date.max else None
     return {"category": category, "scope": scope, "project": _project(form["project"]),
-            "source": form["source"].strip() or None, "pinned": pinned, "since": since,
-            "until": until + timedelta(days=1) if until else None, "state": state}
+            "source": _no_nul(form["source"], "source").strip() or None, "pinned": pinned, "since": since,
+            "until": until, "state": state}
+
+
+def _no_nul(value: str, name: str) -> str:
+    """A filter as typed, refused when it holds a NUL (PostgreSQL text cannot, and the query would fail)."""
+    if "\x00" in value:
+        raise UserError(f"{name}: a NUL character is not allowed")
+    return value
 
 
 def _page(value: str) -> int:
@@ -338,7 +347,7 @@ def _day(value: str, name: str) -> datetime | None:
 def _project(value: str) -> str | None:
     from cems_cli.project import normalize_project
 
-    value = value.strip()
+    value = _no_nul(value, "project").strip()
     if not value:
         return None
     try:

@@ -102,11 +102,24 @@ def test_the_list_pages_through_older_memories(client, memory):
     ({"pinned": "maybe"}, "pinned: expected yes or no"),
     ({"state": "archived", "q": "anything"}, "search covers live memories"),
     ({"page": "0"}, "page: expected a number from 1"),
+    ({"source": "a\x00b"}, "source: a NUL character is not allowed"),
+    ({"project": "org/\x00repo"}, "project: a NUL character is not allowed"),
 ])
 def test_bad_filters_get_a_message(client, params, message):
     answer = client.get("/memories", params=params)
     assert answer.status_code == 400
     assert message in answer.text
+
+
+def test_edge_inputs_get_a_page_not_a_server_error(client, memory):
+    """The last day there is, a NUL in a project or a pin reason: each failed in the store or in date
+    arithmetic (a 500 from the server) before."""
+    memory_id = memory.remember("A memory for the edges of input", category="general").id
+    assert client.get("/memories", params={"until": "9999-12-31"}).status_code == 200
+    answer = client.get("/sessions", params={"project": "\x00"})
+    assert answer.status_code == 400 and "project: a NUL character is not allowed" in answer.text
+    assert _post(client, f"/memories/{memory_id}/pin", reason="keep\x00 it").status_code == 303
+    assert memory.get(memory_id).pin_reason == "keep it"
 
 
 def test_forget_restore_pin_edit_from_the_memory_page(client, memory):
