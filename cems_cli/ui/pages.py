@@ -148,7 +148,9 @@ class _Pages:
             "restore": lambda: self.memory.restore(memory_id).id,
             "pin": lambda: self.memory.pin(memory_id, reason=form.get("reason") or None),
             "unpin": lambda: self.memory.unpin(memory_id),
-            "share": lambda: self.memory.share(memory_id).id,
+            # `share` takes an id or new text: here only a memory this user can see (`get`), never the path
+            # stored as new shared text.
+            "share": lambda: self.memory.share(self.memory.get(memory_id).id).id,
             "edit": lambda: self.memory.edit(memory_id, form.get("text", "")),
         }.get(action)
         if work is None:
