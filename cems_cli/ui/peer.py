@@ -26,21 +26,25 @@ def _hex_address(ip: str, port: int) -> str:
     return f"{number:08X}:{port:04X}"
 
 
-def owner(client: tuple[str, int], server_port: int, table: str = PROC_TCP) -> int | None:
-    """The uid owning the socket `client` → 127.0.0.1:`server_port`, None when the table lists none.
+_TIME_WAIT = "06"  # a closed connection's leftover: listed under uid 0, and its 4-tuple may be in use again
+
+
+def owner(client: tuple[str, int], server_port: int, table: str = PROC_TCP,
+          server_ip: str = "127.0.0.1") -> int | None:
+    """The uid owning the socket `client` → `server_ip`:`server_port`, None when the table lists none.
     OSError when there is no table to read (not Linux)."""
-    ip, port = client
-    local = _hex_address(ip, port)
+    local, remote = _hex_address(*client), _hex_address(server_ip, server_port)
     with open(table, encoding="ascii", errors="replace") as rows:
         next(rows, None)  # the header
         for row in rows:
             fields = row.split()
-            if len(fields) > 7 and fields[1] == local and fields[2].endswith(f":{server_port:04X}"):
+            if len(fields) > 7 and fields[1] == local and fields[2] == remote and fields[3] != _TIME_WAIT:
                 return int(fields[7])
     return None
 
 
-def foreign(client: tuple[str, int] | None, server_port: int, table: str = PROC_TCP) -> bool:
+def foreign(client: tuple[str, int] | None, server_port: int, table: str = PROC_TCP,
+            server_ip: str = "127.0.0.1") -> bool:
     """Whether this connection is known not to be this process's user's: listed under another uid, or not
     listed at all (a peer that sent its request and reset the connection before it was looked up must not
     get it run). False where there is no table (not Linux) or no IPv4 peer (an in-process test client)."""
@@ -52,7 +56,7 @@ def foreign(client: tuple[str, int] | None, server_port: int, table: str = PROC_
     except ValueError:
         return False
     try:
-        uid = owner(client, server_port, table)
+        uid = owner(client, server_port, table, server_ip)
     except OSError:
         return False  # no table to read (not Linux): nothing to tell by
     return uid != os.geteuid()

@@ -88,8 +88,8 @@ class Guard:
     def refusal(self, scope: Scope) -> Response | None:
         """The answer to a request that may not reach the app, else None."""
         headers = Headers(scope=scope)
-        server = scope.get("server")
-        if peer.foreign(scope.get("client"), server[1] if server else self.port):
+        server = scope.get("server") or ("127.0.0.1", self.port)
+        if peer.foreign(scope.get("client"), server[1], server_ip=server[0]):
             # Before the token: a cookie another local user took from the browser is no key (see peer.py).
             return PlainTextResponse("this viewer answers only the user who started it", status_code=403)
         if headers.get("host") not in self.hosts:

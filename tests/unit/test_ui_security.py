@@ -161,12 +161,14 @@ def test_the_listening_socket_is_loopback_tcp_so_connections_get_nodelay():
 # The browser sends the cookie to every 127.0.0.1 port (cookies are per host), so a local user who listens
 # on one gets it: the viewer must refuse that user's connections whatever they carry.
 
-def _table(tmp_path, *rows: tuple[str, int, int, int]):
+def _table(tmp_path, *rows: tuple):
     from cems_cli.ui.peer import _hex_address
 
     lines = ["  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout"]
-    for number, (ip, port, server_port, uid) in enumerate(rows):
-        lines.append(f"   {number}: {_hex_address(ip, port)} {_hex_address('127.0.0.1', server_port)} 01 "
+    for number, (ip, port, server_port, uid, *rest) in enumerate(rows):
+        state = rest[0] if rest else "01"  # ESTABLISHED
+        server_ip = rest[1] if len(rest) > 1 else "127.0.0.1"
+        lines.append(f"   {number}: {_hex_address(ip, port)} {_hex_address(server_ip, server_port)} {state} "
                      f"00000000:00000000 00:00000000 00000000  {uid:>5}        0 1234 1 0 20 4 30 10 -1")
     path = tmp_path / "tcp"
     path.write_text("\n".join(lines) + "\n")
@@ -188,6 +190,12 @@ def test_the_owner_of_a_loopback_connection_is_read_from_the_kernel_table(tmp_pa
     assert foreign(("127.0.0.1", 50125), PORT, table)  # not listed for this port (reset before the look-up)
     assert not foreign(("testclient", 50000), PORT, table)  # in-process test clients have no socket
     assert not foreign(("127.0.0.1", 50123), PORT, str(tmp_path / "missing"))  # not Linux: nothing to tell
+    # A closed connection's leftover (TIME_WAIT, uid 0) on the same 4-tuple, or a socket of this user's to
+    # another address on that port, does not vouch for the connection that is listed under another uid.
+    (tmp_path / "tcp").unlink()
+    table = _table(tmp_path, ("127.0.0.1", 50126, PORT, me, "06"),
+                   ("127.0.0.1", 50126, PORT, me, "01", "127.0.0.2"), ("127.0.0.1", 50126, PORT, me + 1))
+    assert owner(("127.0.0.1", 50126), PORT, table) == me + 1 and foreign(("127.0.0.1", 50126), PORT, table)
 
 
 def test_a_real_connection_of_this_user_is_its_own():
