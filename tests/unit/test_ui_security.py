@@ -202,7 +202,7 @@ def test_a_real_connection_of_this_user_is_its_own():
     import os
     import socket
 
-    from cems_cli.ui.peer import foreign, owner
+    from cems_cli.ui.peer import PROC_TCP, _ask_sock_diag, _read_table, foreign, owner
 
     if not os.path.exists("/proc/net/tcp"):
         pytest.skip("no /proc/net/tcp (not Linux)")
@@ -214,6 +214,15 @@ def test_a_real_connection_of_this_user_is_its_own():
                 assert owner(peer, port) == os.geteuid()
                 assert not foreign(peer, port)
                 assert client  # still open while looked up
+                # Both ways of asking agree (netlink, where this kernel answers it, and the table).
+                assert _read_table(peer, port, PROC_TCP, "127.0.0.1") == os.geteuid()
+                try:
+                    asked = _ask_sock_diag(peer, ("127.0.0.1", port))
+                except OSError:
+                    pass
+                else:
+                    assert asked == os.geteuid()
+                    assert _ask_sock_diag((peer[0], 1), ("127.0.0.1", port)) is None  # no such socket
 
 
 def test_another_local_user_with_the_cookie_is_refused():
@@ -252,7 +261,9 @@ def test_another_local_user_with_the_cookie_is_refused():
                 if uid is not None:
                     os.setgid(uid)
                     os.setuid(uid)
-                with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as conn:
+                    conn.settimeout(5)
+                    conn.connect(("127.0.0.1", port))  # numeric: no codec to import as `nobody`
                     conn.sendall(request)
                     answer = conn.recv(200)
                 os.write(write, answer.split(b"\r\n", 1)[0])
