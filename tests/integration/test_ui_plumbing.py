@@ -208,11 +208,28 @@ def test_cems_ui_prints_a_token_url_serves_it_and_stops_when_idle(env):
             proc.wait()
 
 
+def _wait_until_serving(port: int, timeout: float = 60.0) -> None:
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
+            return
+        except urllib.error.HTTPError:
+            return  # answered (401 without the token): serving
+        except OSError:
+            assert time.monotonic() < deadline, "cems ui never answered"
+            time.sleep(0.1)
+
+
 def test_cems_ui_stops_on_ctrl_c_and_names_a_taken_port(env):
     port = _free_port()
     proc = _start(env, "--no-browser", "--port", str(port))
     try:
         _first_line(proc)
+        _wait_until_serving(port)  # the address is printed before the server takes over SIGINT
         second = _start(env, "--no-browser", "--port", str(port))
         out, err = second.communicate(timeout=60)
         assert second.returncode == 2 and err.count("\n") == 1, err  # one line, as for any bad input
