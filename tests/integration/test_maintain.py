@@ -553,6 +553,7 @@ def test_memories_one_value_apart_are_never_merged_and_a_paraphrase_is(svc, cli)
     assert paraphrase["a"] not in stored and paraphrase["b"] not in stored
 
 
+@pytest.mark.real_model  # near duplicates by the model's cosine
 def test_restore_undoes_a_merge_and_the_two_are_not_merged_again(svc, cli):
     kept = remember(svc, TESTS_A, project="project:acme/api", source="manual", tags="testing")
     merged = remember(svc, TESTS_B, project="project:acme/api:session:5e1f:L12", source="observer",
@@ -585,6 +586,7 @@ def test_restore_undoes_a_merge_and_the_two_are_not_merged_again(svc, cli):
     assert row(svc, merged)["archived"] is False
 
 
+@pytest.mark.real_model  # near duplicates by the model's cosine
 def test_a_memory_restored_out_of_a_pinned_one_stays_apart(svc, cli):
     pinned = remember(svc, TESTS_A, pin=True)
     duplicate = remember(svc, TESTS_B)

@@ -169,7 +169,14 @@ def _start(env: dict[str, str], *args: str, **extra: str) -> subprocess.Popen[st
     full = {k: v for k, v in os.environ.items() if not k.startswith("CEMS_")}
     full.update(env, **extra)
     return subprocess.Popen([sys.executable, "-m", "cems_cli.cli.app", "ui", *args], env=full, cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_as_in_a_terminal)
+
+
+def _as_in_a_terminal() -> None:
+    # A test run started in the background (CI, `make test &`) ignores SIGINT, and a child inherits that:
+    # the viewer, like any program there, would then never see Ctrl-C. In a terminal it is the default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _first_line(proc: subprocess.Popen[str], timeout: float = 60.0) -> str:
