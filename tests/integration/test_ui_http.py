@@ -5,6 +5,7 @@ text printed as text (a memory holding `<script>` and `</textarea>`)."""
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -228,9 +229,11 @@ def test_sessions_show_what_each_session_stored(client, memory):
 
 
 def test_maintenance_shows_both_texts_and_restores(client, memory):
-    kept = memory.remember("The API gateway times out after 30 seconds", category="learnings").id
-    copy = memory.remember("The API gateway times out after 30 seconds.", category="learnings",
-                           source="session").id
+    # A text no other test stores: on the shared test store, many identical vectors of other users crowd the
+    # HNSW probe that finds merge candidates (see tests/integration/test_maintain.py).
+    text = f"The API gateway {uuid.uuid4().hex[:8]} times out after 30 seconds"
+    kept = memory.remember(text, category="learnings").id
+    copy = memory.remember(text + ".", category="learnings", source="session").id
     dry = client.get("/maintenance")
     assert dry.status_code == 200 and "what it would do" in dry.text
     assert "would absorb" in dry.text and copy[:8] in dry.text and kept[:8] in dry.text
