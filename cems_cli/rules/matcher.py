@@ -438,19 +438,19 @@ def _write_values(command_values: _Values, cwd: str | None) -> _Values:
             from cems_cli.command.model import analyse
 
             writes = analyse(command_values.texts[0]).writes
-    paths: list[str] = []
-    commands = command_values.commands or []
-    starts: list[str | None] = [cwd]
-    if cwd and os.path.isabs(cwd) and any(argv[:1] and argv[0] in ("cd", "pushd") for argv in commands):
-        from cems_cli.command.folders import folders
+    starts = [cwd]
+    if writes and cwd and os.path.isabs(cwd):
+        from cems_cli.command.folders import DIRECTORY_CHANGERS, folders
 
-        # `cd migrations && echo x > 001.sql` writes migrations/001.sql: relative to each folder it goes to
-        # (a `cd` chain past PATH_MAX gives None: then the paths as given)
-        starts = list(folders(commands, cwd) or [cwd])
+        commands = command_values.commands or []
+        if any(argv[:1] and argv[0] in DIRECTORY_CHANGERS for argv in commands):
+            # `cd migrations && echo x > 001.sql` writes migrations/001.sql: relative to each folder it goes
+            # to (a `cd` chain past PATH_MAX gives None: then the paths as given)
+            starts = list(folders(commands, cwd) or [cwd])
+    paths: list[str] = []
     for target in writes:
         for folder in starts:
-            path = target if folder is None or folder == cwd or os.path.isabs(target) else os.path.join(
-                folder, target)
+            path = target if folder in (None, cwd) or os.path.isabs(target) else os.path.join(folder, target)
             paths.extend(_path_candidates(path, cwd))
     return _Values(list(dict.fromkeys(paths)))
 
