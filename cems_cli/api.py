@@ -588,10 +588,14 @@ class Memory:
     def import_jsonl(
         self, lines: Sequence[bytes], *, default_team: str | None = None, trusted: bool = False,
         progress: Callable[[int, int], None] | None = None,
+        index_progress: Callable[[str, int, int], None] | None = None,
     ) -> ImportReport:
-        """Import `cems export` lines (JSON Lines), all or nothing; texts already stored are skipped.
-        Unless `trusted` (your own export), a line's source, source_ref, pin and future date are dropped,
-        counted in `report.dropped` (cems_cli/bulk.py)."""
+        """Import `cems export` lines (JSON Lines); texts already stored are skipped. Every line is checked
+        before anything is stored (a bad one stores nothing); memories are then stored in committed batches,
+        so an interrupted import, run again, resumes. Unless `trusted` (your own export), a line's source,
+        source_ref, pin, future date and vectors are dropped, counted in `report.dropped`
+        (cems_cli/bulk.py). `progress(done, total)` counts new memories stored; `index_progress(name, done,
+        total)` follows the index builds of a large load."""
         from collections import Counter
 
         from cems_cli.bulk import import_memories, parse_jsonl
@@ -600,7 +604,7 @@ class Memory:
         memories = parse_jsonl(lines, self._service, default_team=default_team, trusted=trusted,
                                dropped=dropped)
         self._reserve_import(memories)
-        report = import_memories(self._service, memories, progress=progress)
+        report = import_memories(self._service, memories, progress=progress, index_progress=index_progress)
         report.dropped = dict(dropped)
         return report
 
@@ -608,9 +612,9 @@ class Memory:
         self, records: Sequence[dict[str, Any]], *, trusted: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> ImportReport:
-        """Import export-shaped objects (the fields `cems export` writes), all or nothing, in one batch:
-        the fast path for many memories (batched embedding, one COPY). `report.ids[i]` is the memory of
-        `records[i]` (the same id for repeated texts). `trusted` as for `import_jsonl`."""
+        """Import export-shaped objects (the fields `cems export` writes), each checked before any is stored:
+        the fast path for many memories (batched embedding, COPY in committed batches). `report.ids[i]` is
+        the memory of `records[i]` (the same id for repeated texts). `trusted` as for `import_jsonl`."""
         from collections import Counter
 
         from cems_cli.bulk import import_memories, parse_record
@@ -666,11 +670,12 @@ class Memory:
         found = {"user": settings.user, "team": settings.team, "restricted": service.restricted}
         return {**found, **({"database": session.to_json()} if session is not None else {})}
 
-    def export_jsonl(self) -> Iterator[str]:
-        """Every memory of yours as one JSON line each, as `import_jsonl` reads them back."""
+    def export_jsonl(self, *, embeddings: bool = False) -> Iterator[str]:
+        """Every memory of yours as one JSON line each, as `import_jsonl` reads them back; with `embeddings`,
+        each line carries its vectors (a trusted import into a store of the same model skips the model)."""
         from cems_cli.bulk import export_lines
 
-        return export_lines(self._service)
+        return export_lines(self._service, embeddings=embeddings)
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,18 @@ session and file reference) is dropped, it is not pinned (`pin_reason`, `pin_cat
 `created_at` in the future becomes the time of the import. The report counts what was dropped, by field.
 A trusted import (your own export, moved to another machine) keeps every field, as above.
 
-Import is all or nothing: every line is validated first (the first bad line is reported by number and nothing
-is stored: a NUL character or a lone surrogate in any field but `content`, which is cleaned as `remember`
-cleans it, or a `content` over CEMS_MAX_MEMORY_BYTES), duplicates of live memories are skipped by content
-hash in one query, texts are chunked like `remember` does (each chunk embedded with the memory's context),
-in large length-sorted batches, and written with COPY in one transaction.
+Every line is validated before anything is stored (the first bad line is reported by number and nothing is
+stored: a NUL character or a lone surrogate in any field but `content`, which is cleaned as `remember` cleans
+it, or a `content` over CEMS_MAX_MEMORY_BYTES). Duplicates of live memories are skipped by content hash in one
+query. Texts are chunked like `remember` does (each chunk embedded with the memory's context), embedded and
+written with COPY in committed batches of COMMIT_BATCH memories: an interrupted import keeps its batches,
+and the same import run again resumes where it stopped (what is stored is skipped by hash). A large first load
+drops the search indexes and builds them once at the end.
+
+Vectors: `cems export --embeddings` adds `embedding` (one base64 float32 vector per chunk) and
+`embedding_model`. A trusted import into a store of the same model and dimension stores them as given and
+skips the model; an untrusted one embeds the text again (a hostile file could carry a vector made to sit next
+to every question), counted in the report's dropped fields.
 """
 
 from __future__ import annotations
@@ -59,6 +66,9 @@ if TYPE_CHECKING:
 # Texts per embedder call: large enough that the embedder's own length sorting pays off, small enough that
 # the progress bar moves every second or so.
 EMBED_BATCH = 256
+# Memories per committed batch: what an interrupted import keeps, and a resumed one skips. Large enough that
+# the per-batch dedup query and commit cost little next to embedding (~5 s of the local model's time).
+COMMIT_BATCH = 1000
 _WRITE_ATTEMPTS = 3
 
 EXPORT_FIELDS = ("content", "category", "scope", "team", "tags", "title", "source", "source_ref", "pinned",
@@ -68,6 +78,8 @@ _IGNORED_FIELDS = frozenset({"id", "user_id", "team_id", "priority", "access_cou
                              "archived", "updated_at"})
 _STRING_FIELDS = ("category", "scope", "team", "source_ref", "title", "source", "pin_reason", "pin_category",
                   "context")
+# Written by `cems export --embeddings`: each chunk's vector and the model that made it.
+VECTOR_FIELDS = ("embedding", "embedding_model")
 DEFAULT_SOURCE = "import"
 # A team is a name, not a text: long enough for any real one, short enough that a hostile file cannot make
 # the team column (indexed, shown in messages) carry a document.
@@ -83,6 +95,9 @@ class ImportLine:
 
     memory: NewMemory
     team: str | None = None
+    # A trusted line's own embedding (one row per chunk, as `cems export --embeddings` writes it): stored as
+    # given instead of running the model.
+    vectors: np.ndarray | None = None
 
 
 @dataclass
@@ -159,7 +174,7 @@ def parse_line(data: dict[str, Any], service: MemoryService, *, default_team: st
     else CEMS_TEAM). `preparers` caches the per-team services that prepare shared memories. Unless
     `trusted`, the line's provenance and pin are dropped and a future `created_at` is now (each counted in
     `dropped`), after the line is checked whole: a bad value is still reported."""
-    unknown = sorted(set(data) - set(EXPORT_FIELDS) - _IGNORED_FIELDS)
+    unknown = sorted(set(data) - set(EXPORT_FIELDS) - set(VECTOR_FIELDS) - _IGNORED_FIELDS)
     if unknown:
         raise UserError(f"unknown field {unknown[0]!r}")
     content = data.get("content")
@@ -216,7 +231,65 @@ def parse_line(data: dict[str, Any], service: MemoryService, *, default_team: st
         created_at=created_at,
         expires_at=parse_timestamp(data.get("expires_at"), "expires_at"), context=data.get("context"),
     )
-    return ImportLine(memory, team if memory.scope == "shared" else None)
+    vectors = None
+    if data.get("embedding") is not None:
+        if trusted:
+            vectors = line_vectors(data["embedding"], data.get("embedding_model"), memory, service)
+        elif dropped is not None:
+            # A file from elsewhere could carry a vector made to sit near every question: embed its text.
+            dropped["embedding"] += 1
+    return ImportLine(memory, team if memory.scope == "shared" else None, vectors)
+
+
+def line_vectors(value: Any, model: Any, memory: NewMemory, service: MemoryService) -> np.ndarray:
+    """A line's `embedding`, checked: made by this store's model, one finite non-zero vector of its
+    dimension per chunk of the content. A vector is a list of numbers or base64 of little-endian float32
+    (what the export writes: exact and a quarter of the size); a flat list is a one-chunk memory's."""
+    from cems_cli.text.chunking import chunk_text
+
+    ours = service.settings.resolved_embedding_model
+    if not isinstance(model, str) or not model:
+        raise UserError("'embedding' needs 'embedding_model', the model that made it")
+    if model != ours:
+        raise UserError(f"'embedding' was made by {model!r}, this store embeds with {ours!r} "
+                        "(leave the field out to embed the text again)")
+    if not isinstance(value, list) or not value:
+        raise UserError("'embedding' must be a list of vectors")
+    dim = service.settings.resolved_embedding_dim
+    entries = [value] if all(isinstance(v, int | float) and not isinstance(v, bool) for v in value) else value
+    rows = np.empty((len(entries), dim), dtype=np.float32)
+    for index, entry in enumerate(entries):
+        rows[index] = _vector(entry, dim)
+    chunks = len(chunk_text(memory.content))
+    if len(rows) != chunks:
+        raise UserError(f"'embedding' has {len(rows)} vector{'s' if len(rows) != 1 else ''}, the content "
+                        f"makes {chunks} chunk{'s' if chunks != 1 else ''}")
+    return rows
+
+
+def _vector(entry: Any, dim: int) -> np.ndarray:
+    import base64
+    import binascii
+
+    if isinstance(entry, str):
+        try:
+            raw = base64.b64decode(entry, validate=True)
+        except (binascii.Error, ValueError):
+            raise UserError("'embedding' holds a string that is not base64") from None
+        if len(raw) != 4 * dim:
+            raise UserError(f"'embedding' holds a vector of {len(raw) / 4:g} dimensions, "
+                            f"this store's have {dim}")
+        vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    else:
+        array = np.asarray(entry) if isinstance(entry, list) else np.asarray([])
+        if array.ndim != 1 or array.dtype.kind not in "fiu":
+            raise UserError("'embedding' holds something that is not a vector of numbers")
+        if len(array) != dim:
+            raise UserError(f"'embedding' holds a vector of {len(array)} dimensions, this store's have {dim}")
+        vector = array.astype(np.float32)
+    if not np.isfinite(vector).all() or not vector.any():
+        raise UserError("'embedding' holds a vector that is zero or not finite")
+    return vector
 
 
 def _untrusted(source: str | None, source_ref: str | None, pinned: bool, created_at: datetime | None,
@@ -283,43 +356,92 @@ def parse_timestamp(value: Any, name: str) -> datetime | None:
 # Importing --------------------------------------------------------------------------------------------------
 
 def import_memories(service: MemoryService, memories: Sequence[NewMemory | ImportLine], *,
-                    progress: Progress | None = None, embed: Embed | None = None) -> ImportReport:
-    """Store prepared memories: dedup, chunk, embed in batches, COPY in one transaction.
+                    progress: Progress | None = None, embed: Embed | None = None,
+                    index_progress: store.IndexProgress | None = None) -> ImportReport:
+    """Store prepared memories: dedup, chunk, embed, COPY, in committed batches of COMMIT_BATCH memories.
 
-    A shared memory joins its ImportLine's team; a bare NewMemory's joins CEMS_TEAM.
-    `embed` replaces the service's embedder (benchmarks use it to feed precomputed vectors).
+    A shared memory joins its ImportLine's team; a bare NewMemory's joins CEMS_TEAM. A line's own vectors
+    (ImportLine.vectors) are stored as given. `embed` replaces the service's embedder (benchmarks use it to
+    feed precomputed vectors). `progress(done, total)` counts the new memories stored.
+
+    Each batch commits, so an interrupted import keeps what it stored and the same import run again resumes:
+    stored texts are skipped by their hash. A large first load drops the search indexes before it starts and
+    builds them after the last batch (`index_progress(name, done, total)`); an interrupted one leaves them
+    pending for the next import or `cems maintain` (store.build_pending_indexes).
     """
-    from cems_cli.text.chunking import chunk_text, index_text
-
     started = time.perf_counter()
     report = ImportReport(total=len(memories))
     user, default_team = service.settings.user, service.settings.team
-    lines = [(m.memory, m.team) if isinstance(m, ImportLine) else (m, default_team) for m in memories]
-    rows = [store.DocumentRow(uuid.uuid4(), m, content_hash(m.content, m.context),
-                              team if m.scope == "shared" else None) for m, team in lines]
+    lines = [m if isinstance(m, ImportLine) else ImportLine(m, default_team) for m in memories]
+    rows = [store.DocumentRow(uuid.uuid4(), line.memory,
+                              content_hash(line.memory.content, line.memory.context),
+                              line.team if line.memory.scope == "shared" else None) for line in lines]
+    given = {row.id: line.vectors for row, line in zip(rows, lines, strict=True) if line.vectors is not None}
     known = store.existing_ids(service.conn, user, [r.content_hash for r in rows])
     fresh = _first_new(rows, known)
-    chunk_texts = [(row, chunk_text(row.memory.content)) for row in fresh]
-    flat = [(row.id, index, text) for row, texts in chunk_texts for index, text in enumerate(texts)]
-    embed_started = time.perf_counter()
-    context_of = {row.id: row.memory.context for row in fresh}
-    vectors = embed_all([index_text(text, context_of[doc_id]) for doc_id, _, text in flat],
-                        embed or service.embedder.embed, progress)
-    report.embed_seconds = time.perf_counter() - embed_started
-    chunks = [store.ChunkRow(doc_id, index, text, vectors[i], context_of[doc_id])
-              for i, (doc_id, index, text) in enumerate(flat)]
-    written = _write(service, fresh, chunks) if fresh else {}
+    written: dict[store.DedupKey, str] = {}
+    if progress:
+        progress(0, len(fresh))
+    try:
+        if fresh and _large_load(service, len(fresh)):
+            with service.conn.transaction():
+                store.drop_search_indexes_for_load(service.conn)
+        for start in range(0, len(fresh), COMMIT_BATCH):
+            batch = fresh[start : start + COMMIT_BATCH]
+            embed_started = time.perf_counter()
+            # The model loads only if some line brings no vectors of its own.
+            chunks = _chunks(batch, given, embed or (lambda texts: service.embedder.embed(texts)))
+            report.embed_seconds += time.perf_counter() - embed_started
+            stored = _write(service, batch, chunks)
+            written.update(stored)
+            kept = {uuid.UUID(doc_id) for doc_id in stored.values()}
+            report.chunks += sum(1 for c in chunks if c.document_id in kept)
+            if progress:
+                progress(min(start + COMMIT_BATCH, len(fresh)), len(fresh))
+    except KeyboardInterrupt:
+        created = sum(1 for row in fresh if written.get(row.key) == str(row.id))
+        raise UserError(f"interrupted: {created:,} of {len(fresh):,} new memories stored; run the same "
+                        "import again to resume (what is stored is skipped)") from None
+    if _owns_indexes(service) and store.pending_search_indexes(service.conn):
+        store.build_pending_indexes(service.conn, index_progress, watch=service.connect_again)
+        store.analyze(service.conn)
     ids = {**known, **written}
     report.ids = [ids[row.key] for row in rows]
-    stored = {row.id for row in fresh if written.get(row.key) == str(row.id)}
-    report.created = len(stored)
-    for row in fresh:
-        if row.id in stored and row.team_id is not None:
+    created_rows = [row for row in fresh if written.get(row.key) == str(row.id)]
+    report.created = len(created_rows)
+    for row in created_rows:
+        if row.team_id is not None:
             report.teams[row.team_id] = report.teams.get(row.team_id, 0) + 1
     report.duplicates = report.total - report.created
-    report.chunks = sum(1 for c in chunks if c.document_id in stored)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _owns_indexes(service: MemoryService) -> bool:
+    """Only the store's owner drops and builds indexes (an application role on a shared server cannot)."""
+    return not service.restricted
+
+
+def _large_load(service: MemoryService, count: int) -> bool:
+    """Loading more memories than the store holds, and many: building the indexes once afterwards is several
+    times faster than inserting into them row by row."""
+    return (_owns_indexes(service) and count >= store.REBUILD_MIN_CHUNKS
+            and count > store.count_chunks(service.conn))
+
+
+def _chunks(batch: Sequence[store.DocumentRow], given: dict[uuid.UUID, np.ndarray],
+            embed: Embed) -> list[store.ChunkRow]:
+    """The batch's chunks as `remember` makes them, each embedded with its memory's context, or with the
+    line's own vectors."""
+    from cems_cli.text.chunking import chunk_text, index_text
+
+    flat = [(row, index, text) for row in batch for index, text in enumerate(chunk_text(row.memory.content))]
+    todo = [i for i, (row, _, _) in enumerate(flat) if row.id not in given]
+    vectors = embed_all([index_text(flat[i][2], flat[i][0].memory.context) for i in todo], embed)
+    vector_of = dict(zip(todo, vectors, strict=True)) if todo else {}
+    return [store.ChunkRow(row.id, index, text,
+                           given[row.id][index] if row.id in given else vector_of[i], row.memory.context)
+            for i, (row, index, text) in enumerate(flat)]
 
 
 def _first_new(rows: Sequence[store.DocumentRow],
@@ -366,11 +488,7 @@ def _write(service: MemoryService, fresh: Sequence[store.DocumentRow],
                 raced = store.existing_ids(conn, user, [r.content_hash for r in fresh])
                 docs = [r for r in fresh if r.key not in raced]
                 keep = {r.id for r in docs}
-                todo = [c for c in chunks if c.document_id in keep]
-                rebuild = len(todo) >= store.REBUILD_MIN_CHUNKS and len(todo) > store.count_chunks(conn)
-                store.write_documents(conn, user, docs, todo, rebuild_indexes=rebuild)
-            if rebuild:
-                store.analyze(conn)
+                store.write_documents(conn, user, docs, [c for c in chunks if c.document_id in keep])
             return {**{r.key: str(r.id) for r in docs}, **raced}
         except psycopg.errors.UniqueViolation:
             if attempt == _WRITE_ATTEMPTS - 1:
@@ -393,10 +511,37 @@ def record_to_json(record: MemoryRecord) -> dict[str, Any]:
     return data
 
 
-def export_lines(service: MemoryService) -> Iterator[str]:
+def export_lines(service: MemoryService, *, embeddings: bool = False) -> Iterator[str]:
     """One JSON line per memory; C1 and bidi controls escaped (the same value), as an export goes to stdout
-    by default, where a memory's escape sequence must not reach the terminal."""
+    by default, where a memory's escape sequence must not reach the terminal. With `embeddings`, each line
+    also carries its chunks' vectors (base64 of little-endian float32) and the model that made them, so a
+    trusted import into a store of the same model skips the model."""
     from cems_cli.text.inert import json_for_terminal
 
-    for record in store.iter_owned_memories(service.conn, service.settings.user):
-        yield json_for_terminal(json.dumps(record_to_json(record), ensure_ascii=False)) + "\n"
+    records = store.iter_owned_memories(service.conn, service.settings.user)
+    model = service.settings.resolved_embedding_model
+    for batch in _batched(records, 500):
+        vectors = store.chunk_vectors(service.conn, [r.id for r in batch]) if embeddings else {}
+        for record in batch:
+            data = record_to_json(record)
+            if embeddings:
+                data["embedding"] = [_base64(v) for v in vectors.get(record.id, [])]
+                data["embedding_model"] = model
+            yield json_for_terminal(json.dumps(data, ensure_ascii=False)) + "\n"
+
+
+def _batched(records: Iterator[MemoryRecord], size: int) -> Iterator[list[MemoryRecord]]:
+    batch: list[MemoryRecord] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _base64(vector: np.ndarray) -> str:
+    import base64
+
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")

@@ -80,6 +80,7 @@ class MaintenanceReport:
     pruned: int = 0
     scrub: lifecycle.ScrubReport | None = None  # only when deleted text was waiting to be scrubbed
     summaries: SummaryReport | None = None  # None when summaries are off
+    indexes: list[str] = field(default_factory=list)  # search indexes an interrupted import left to build
 
     @property
     def merged(self) -> int:
@@ -95,6 +96,7 @@ class MaintenanceReport:
             "pruned": self.pruned,
             **({"summaries": self.summaries.to_json()} if self.summaries is not None else {}),
             **({"scrubbed": self.scrub.to_json()} if self.scrub is not None else {}),
+            **({"indexes_built": self.indexes} if self.indexes else {}),
         }
 
 
@@ -223,6 +225,8 @@ def run_maintenance(
                 log.info("maintenance: %s lost a deadlock, retrying", name)
         raise AssertionError("unreachable")
 
+    if not dry_run:
+        report.indexes = _build_pending_indexes(conn, progress)
     expired = step(
         "expire", lambda: lifecycle.expire(conn, user, settings.context_ttl_days, dry_run=dry_run)
     )
@@ -246,6 +250,21 @@ def run_maintenance(
             write_rules_snapshot(conn, Identity(settings.user, settings.team), settings.home)
         lifecycle.record_run(conn, user, report.to_json(texts=False))
     return report
+
+
+def _build_pending_indexes(conn: psycopg.Connection, progress: Callable[[str], None] | None) -> list[str]:
+    """First, the search indexes an interrupted large import dropped (searches and the merge probe need
+    them). Only the store's owner can build them: on a shared server a member's maintenance leaves them."""
+    from cems_cli.store import bulk
+
+    if not bulk.pending_search_indexes(conn):
+        return []
+    if progress:
+        progress("indexes")
+    try:
+        return bulk.build_pending_indexes(conn)
+    except psycopg.errors.InsufficientPrivilege:
+        return []
 
 
 def summarize(conn: psycopg.Connection, settings: Settings, *, dry_run: bool, wait: bool) -> SummaryReport:

@@ -151,6 +151,12 @@ class MemoryService:
             self._conn = connect(self._settings)
         return self._conn
 
+    def connect_again(self) -> psycopg.Connection:
+        """A second connection to the same store (to watch a long statement running on the first)."""
+        from cems_cli.store.db import connect
+
+        return connect(self._settings, check_dimension=False)
+
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:

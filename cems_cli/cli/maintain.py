@@ -79,6 +79,8 @@ def maintain(
     )
     if report.summaries is not None:
         table.add_row("summarize", str(report.summaries.written), report.summaries.describe(dry_run))
+    if report.indexes:
+        table.add_row("indexes", "", f"built {', '.join(report.indexes)} (left by an interrupted import)")
     if report.scrub is not None:
         done = "erased from the database files" if report.scrub.tables else "not yet erased"
         note = f" ({report.scrub.note})" if report.scrub.note else ""

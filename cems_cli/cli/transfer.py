@@ -27,19 +27,22 @@ def import_(
     ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Import memories from JSONL (all or nothing; texts already remembered are skipped).
+    """Import memories from JSONL (texts already remembered are skipped).
 
-    Shared memories keep the team their line names (as `cems export` writes it). Without --trusted a line's
-    source becomes `import`, its source_ref and pin are dropped and a future created_at becomes now; the
-    summary says how many lines lost what.
+    Every line is checked before anything is stored; memories are then stored in batches, so an interrupted
+    import, run again, resumes where it stopped. Shared memories keep the team their line names (as `cems
+    export` writes it). Without --trusted a line's source becomes `import`, its source_ref, pin and vectors
+    are dropped and a future created_at becomes now; the summary says how many lines lost what.
     """
     from cems_cli.cli.progress import progress_bar
 
     team = (team.strip() or None) if team is not None else None
     lines = _read_lines(file)
     with service() as svc:
-        with progress_bar("embedding", disabled=as_json) as progress:
-            report = svc.import_jsonl(lines, default_team=team, trusted=trusted, progress=progress)
+        with progress_bar("importing", disabled=as_json, unit="memories") as progress, \
+                progress_bar("indexing", disabled=as_json, unit="rows") as indexing:
+            report = svc.import_jsonl(lines, default_team=team, trusted=trusted, progress=progress,
+                                      index_progress=lambda _name, done, total: indexing(done, total))
     if as_json:
         emit_json(report.to_json())
         return
@@ -53,6 +56,7 @@ def import_(
 
 
 _DROPPED = {"source": "source (now 'import')", "source_ref": "source_ref", "pinned": "pin",
+            "embedding": "vectors (embedded again)",
             "created_at": "future created_at (now the import's time)"}
 
 
@@ -81,6 +85,11 @@ def export(
     as_json: bool = typer.Option(
         False, "--json", help="Print one JSON summary (needs --out: to stdout, the export itself is JSONL)."
     ),
+    embeddings: bool = typer.Option(
+        False, "--embeddings",
+        help="Add each memory's vectors and model: `cems import --trusted` into a store of the same model "
+        "then skips the model (about 2 KB more a memory).",
+    ),
 ) -> None:
     """Export your memories as JSONL (stdout by default); `cems import` reads it back.
 
@@ -91,11 +100,11 @@ def export(
         fail("--json needs --out FILE: to stdout, export writes JSONL (one JSON document per memory)")
     with service() as svc:
         if out is None:
-            for line in svc.export_jsonl():
+            for line in svc.export_jsonl(embeddings=embeddings):
                 sys.stdout.write(line)
             sys.stdout.flush()
             return
-        count = _write_atomically(out.expanduser(), svc.export_jsonl())
+        count = _write_atomically(out.expanduser(), svc.export_jsonl(embeddings=embeddings))
     if as_json:
         emit_json({"exported": count, "path": str(out)})
     else:

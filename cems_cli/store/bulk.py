@@ -6,8 +6,12 @@ formatting) and every document id is chosen by the caller (chunks reference them
 
 from __future__ import annotations
 
+import contextlib
+import json
+import re
+import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +56,9 @@ REBUILD_MIN_CHUNKS = 2000
 _BUILD_SETTINGS = (
     "SET LOCAL maintenance_work_mem = '512MB'",
     "SET LOCAL max_parallel_maintenance_workers = 2",
+    # A shared server's connections stop statements after 60 s (store/db.py); a build on a large store is
+    # one statement that may take many minutes.
+    "SET LOCAL statement_timeout = 0",
 )
 
 DedupKey = tuple[str, str, str]  # (scope, team or '', content_hash): what the live-hash unique index covers
@@ -189,6 +196,111 @@ def _drop_search_indexes(conn: psycopg.Connection) -> list[str]:
     for name, _definition in rows:
         conn.execute(f'DROP INDEX "{name}"')  # a name the catalogue just gave us
     return [definition for _name, definition in rows]
+
+
+# A large load drops the search indexes in a committed transaction of its own (searches go on, slower, while
+# it runs), then loads in committed batches and builds them again at the end. Their definitions wait here, so
+# a load that is interrupted leaves what is needed to build them: the next import or `cems maintain` does.
+PENDING_INDEXES_KEY = "pending_search_indexes"
+
+
+def drop_search_indexes_for_load(conn: psycopg.Connection) -> None:
+    """Drop the search indexes and record their definitions as pending. Call inside a transaction."""
+    definitions = pending_search_indexes(conn) + _drop_search_indexes(conn)
+    conn.execute(
+        "INSERT INTO cems_meta (key, value) VALUES (%s, %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (PENDING_INDEXES_KEY, json.dumps(sorted(set(definitions)))),
+    )
+
+
+def pending_search_indexes(conn: psycopg.Connection) -> list[str]:
+    """Definitions of search indexes a large load dropped and has not built again."""
+    row = conn.execute("SELECT value FROM cems_meta WHERE key = %s", (PENDING_INDEXES_KEY,)).fetchone()
+    return list(json.loads(row[0])) if row else []
+
+
+IndexProgress = Callable[[str, int, int], None]  # (index name, tuples done, tuples total)
+
+
+def build_pending_indexes(conn: psycopg.Connection, progress: IndexProgress | None = None,
+                          watch: Callable[[], psycopg.Connection] | None = None) -> list[str]:
+    """Build the search indexes a load left pending (each as its migration defined it), then forget them.
+    With `progress` and `watch` (a factory of a second connection), a thread reports each build's progress
+    from pg_stat_progress_create_index every second. Returns the names built."""
+    built = []
+    for definition in pending_search_indexes(conn):
+        if not _SEARCH_INDEX.fullmatch(definition):
+            # Only the store's owner writes that key, but it is replayed as SQL: replay nothing else.
+            raise ValueError(f"not a search index definition: {definition[:120]!r}")
+        name = _index_name(definition)
+        # IF NOT EXISTS: another import may have built it since (both read the same pending list).
+        statement = definition.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1)
+        with _watching(conn, name, progress, watch):
+            with conn.transaction():
+                for setting in _BUILD_SETTINGS:
+                    conn.execute(setting)
+                conn.execute(statement)  # read back from pg_indexes when the load dropped it
+        built.append(name)
+    conn.execute("DELETE FROM cems_meta WHERE key = %s", (PENDING_INDEXES_KEY,))
+    return built
+
+
+# What pg_indexes gives for memory_chunks' HNSW and GIN indexes (names, opclasses and WITH options vary).
+_SEARCH_INDEX = re.compile(r'CREATE INDEX "?\w+"? ON (?:"?\w+"?\.)?memory_chunks USING (?:hnsw|gin) '
+                           r"\([\w\s(),:]+\)(?: WITH \([\w\s=,'.]+\))?")
+
+
+def _index_name(definition: str) -> str:
+    words = definition.split()
+    return words[words.index("INDEX") + 1].strip('"')
+
+
+@contextlib.contextmanager
+def _watching(conn: psycopg.Connection, name: str, progress: IndexProgress | None,
+              watch: Callable[[], psycopg.Connection] | None) -> Iterator[None]:
+    """Report a CREATE INDEX's progress (tuples done of total; blocks while the table is scanned) from a
+    second connection, as PostgreSQL publishes it for the backend that builds."""
+    if progress is None or watch is None:
+        yield
+        return
+    pid = conn.info.backend_pid
+    stop = threading.Event()
+
+    def poll() -> None:
+        try:
+            with watch() as observer:
+                while not stop.wait(1.0):
+                    row = observer.execute(
+                        "SELECT tuples_done, tuples_total, blocks_done, blocks_total "
+                        "FROM pg_stat_progress_create_index WHERE pid = %s", (pid,)).fetchone()
+                    if row is None:
+                        continue
+                    done, total = (row[0], row[1]) if row[1] else (row[2], row[3])
+                    progress(name, int(done or 0), int(total or 0))
+        except psycopg.Error:
+            return  # progress is a courtesy: the build goes on without it
+
+    thread = threading.Thread(target=poll, name="cems-index-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+def chunk_vectors(conn: psycopg.Connection, document_ids: Sequence[str]) -> dict[str, list[np.ndarray]]:
+    """Each document's chunk vectors, in chunk order (for an export that carries them)."""
+    from cems_cli.store.search import as_array
+
+    vectors: dict[str, list[np.ndarray]] = {}
+    rows = conn.execute(
+        "SELECT document_id, embedding FROM memory_chunks WHERE document_id = ANY(%s::uuid[]) "
+        "ORDER BY document_id, chunk_index", (list(document_ids),)).fetchall()
+    for document_id, embedding in rows:
+        vectors.setdefault(str(document_id), []).append(as_array(embedding))
+    return vectors
 
 
 def iter_owned_memories(conn: psycopg.Connection, user: str, batch: int = 1000) -> Iterator[MemoryRecord]:
