@@ -77,6 +77,7 @@ class RunReport:
     resets: int = 0  # files truncated or replaced, read again from the start
     sessions_updated: int = 0  # session context memories rewritten with a later turn
     conflicts: int = 0
+    seconds: float = 0.0  # wall time of the pass(es)
     errors: list[str] = field(default_factory=list)
 
     def add(self, other: RunReport) -> None:
@@ -135,6 +136,9 @@ class Observer:
         self.user = service.settings.user
         self.roots = settings.roots
         self.stop = stop or threading.Event()
+        # progress(files done, files in the pass, bytes read so far): how a pass over a backlog reports
+        # its rate (observer_daemon.CatchUp).
+        self.progress: Callable[[int, int, int], None] | None = None
         self._now = wall_clock
         self._limits = Limits(settings.observer_chunk_max_chars, settings.observer_chunk_max_tools)
         self._ignore_under = service.settings.home
@@ -179,6 +183,12 @@ class Observer:
 
         `turn_ended`: the agent said its turn is over (the Stop hook): the open turn of each of `paths` is
         closed now, and extracted now, instead of waiting for the next prompt or the idle time."""
+        started = time.monotonic()
+        report = self._sync(paths, turn_ended)
+        report.seconds = time.monotonic() - started
+        return report
+
+    def _sync(self, paths: Iterable[Path | str] | None, turn_ended: bool) -> RunReport:
         report = RunReport()
         self._ended = set() if paths is None or not turn_ended else {str(p) for p in paths}
         full = paths is None
@@ -201,11 +211,13 @@ class Observer:
         )
         if rows is None:
             return report
-        for path in targets:
+        for done, path in enumerate(targets, start=1):
             if self.stop.is_set():
                 return report
             row = rows.pop(str(path), None)
             self._guard(report, str(path), functools.partial(self._process, path, row, report))
+            if self.progress is not None:
+                self.progress(done, len(targets), report.bytes_read)
         if full:
             for row in rows.values():  # known files no longer found under the roots
                 path = Path(row.path)

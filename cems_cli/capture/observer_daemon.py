@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -156,6 +156,7 @@ def run(
             )
             if not once:
                 _write_state(settings.home, observer, observer_settings)
+            observer.progress = CatchUp(settings.home if not once else None)
             total = observer.sync()
             _log_report(total)
             if not once:
@@ -165,6 +166,73 @@ def run(
         maintenance.close()
         service.close()
         lock.release()
+
+
+class CatchUp:
+    """A pass over many transcripts (a backlog: the first start, or days away) reports its own rate: in the
+    log every CATCH_UP_EVERY seconds, and in a small file `cems observe status` reads while it runs."""
+
+    EVERY = 10.0  # seconds between reports; a pass shorter than this reports nothing
+    FILE = "observer-progress.json"
+
+    def __init__(self, home: Path | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.home, self._clock = home, clock
+        self._started: float | None = None
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int, bytes_read: int) -> None:
+        now = self._clock()
+        if done == 1 or self._started is None:
+            self._started, self._last = now, now
+        elapsed = now - self._started
+        if done < total and now - self._last < self.EVERY:
+            return
+        if done == total and elapsed < self.EVERY:
+            self._clear()
+            return
+        self._last = now
+        rate = done / elapsed if elapsed > 0 else 0.0
+        left = (total - done) / rate if rate > 0 else 0.0
+        figures = {"files_done": done, "files_total": total, "bytes_read": bytes_read,
+                   "seconds": round(elapsed, 1), "files_per_second": round(rate, 1),
+                   "bytes_per_second": round(bytes_read / elapsed) if elapsed > 0 else 0,
+                   "seconds_left": round(left)}
+        if done < total:
+            log.info("observer: catching up: %d of %d transcripts in %.0f s (%.1f files/s, %.1f MB/s), "
+                     "about %.0f s left", done, total, elapsed, rate, figures["bytes_per_second"] / 1e6, left)
+            self._write(figures)
+        else:
+            log.info("observer: caught up on %d transcripts (%.1f MB) in %.0f s: %.1f files/s, %.1f MB/s",
+                     total, bytes_read / 1e6, elapsed, rate, figures["bytes_per_second"] / 1e6)
+            self._clear()
+
+    def _write(self, figures: dict[str, Any]) -> None:
+        if self.home is None:
+            return
+        import json
+
+        temporary = self.home / f".{self.FILE}.{os.getpid()}"
+        with contextlib.suppress(OSError):  # a courtesy for `status`: never stops the pass
+            temporary.write_text(json.dumps({"pid": os.getpid(), **figures}))
+            os.replace(temporary, self.home / self.FILE)
+
+    def _clear(self) -> None:
+        if self.home is not None:
+            with contextlib.suppress(OSError):
+                (self.home / self.FILE).unlink(missing_ok=True)
+
+
+def catching_up(home: Path, pid: int | None) -> dict[str, Any] | None:
+    """The running daemon's progress through a backlog, when it is in one."""
+    import json
+
+    try:
+        figures = json.loads((home / CatchUp.FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(figures, dict) or not pid or figures.get("pid") != pid:
+        return None
+    return {k: v for k, v in figures.items() if k != "pid" and isinstance(v, int | float)}
 
 
 def _write_state(home: Path, observer: Observer, observer_settings: ObserverSettings) -> None:
@@ -376,5 +444,6 @@ def status(settings: Settings, observer_settings: ObserverSettings) -> dict[str,
         # "daemon": what the running observer watches; "settings": what this shell's settings say it would.
         "roots_from": "daemon" if running else "settings",
         "idle_seconds": observer_settings.observer_idle_seconds,
+        "catching_up": catching_up(settings.home, pid),
         **details,
     }

@@ -111,12 +111,21 @@ def status(as_json: bool = JsonOption) -> None:
         f"pending: {info['open_chunks']} open chunks, {info['backlog_chunks']} chunks awaiting extraction "
         f"({'LLM' if info['llm'] else 'digests, no LLM configured'})",
         f"observations stored: {info['observations']}",
+        *_catching_up(info.get("catching_up")),
         f"last run: {info['last_run_at'] or 'never'}",
         f"last error: {info['last_error'] or 'none'}"
         + (f" ({info['last_error_at']})" if info["last_error"] else ""),
     ]
     for line in lines:
         console.print(line, markup=False, soft_wrap=True)
+
+
+def _catching_up(figures: dict | None) -> list[str]:
+    if not figures:
+        return []
+    return [f"catching up: {figures['files_done']:,} of {figures['files_total']:,} transcripts in "
+            f"{figures['seconds']:,.0f} s ({figures['files_per_second']:,.1f} files/s, "
+            f"{figures['bytes_per_second'] / 1e6:,.1f} MB/s), about {figures['seconds_left']:,.0f} s left"]
 
 
 @observe_app.command("stop")
