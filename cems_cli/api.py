@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -158,6 +158,9 @@ class Status:
     embedding: dict[str, Any]
     llm: dict[str, Any]
     counts: list[dict[str, Any]]
+    # What the store and the search server hold in memory (store/footprint.py): the database's page cache
+    # and the size of what it caches, the model's weights, the search server's resident memory.
+    memory: dict[str, Any] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -173,7 +176,20 @@ class Status:
             "llm": self.llm,
             "counts": self.counts,
             "total": self.total,
+            "memory": self.memory,
         }
+
+
+def _model_bytes(settings: Settings) -> int | None:
+    """The local model's weights on disk, which the search server maps into memory (None for a remote one)."""
+    if settings.embedding_backend != "local":
+        return None
+    from cems_cli.embedding.local import model_file
+
+    try:
+        return model_file().stat().st_size
+    except OSError:
+        return None
 
 
 def open(  # noqa: A001 - `cems.open()`, like `io.open` / `sqlite3.connect`: the library's front door
@@ -540,7 +556,7 @@ class Memory:
 
     # The store ------------------------------------------------------------------------------------------
     def status(self) -> Status:
-        from cems_cli.store import memories
+        from cems_cli.store import footprint, memories
 
         service = self._service
         rows = memories.counts(service.conn, service.identity)
@@ -560,6 +576,7 @@ class Memory:
                 "model": settings.llm_model if settings.llm_configured else None,
             },
             counts=[{"scope": s, "category": c, "count": n} for s, c, n in rows],
+            memory={"page_cache": footprint.page_cache(service.conn), "model_bytes": _model_bytes(settings)},
         )
 
     def maintain(

@@ -85,6 +85,7 @@ def status(as_json: bool = JsonOption) -> None:
             "database": _server_state(),
             "counts": found["counts"],
             "total": found["total"],
+            "memory": {**found["memory"], "search_server": _search_server_memory(settings.home)},
         }
     if as_json:
         emit_json(info)
@@ -108,6 +109,7 @@ def status(as_json: bool = JsonOption) -> None:
         f"model     {settings.embedding_backend}: {settings.resolved_embedding_model} "
         f"({settings.resolved_embedding_dim} dims)"
     )
+    console.print(f"memory    {_memory_line(info['memory'])}")
     console.print(f"project   {info['project']}")
     console.print(
         f"llm       {'configured: ' + settings.llm_model if settings.llm_configured else 'none (offline)'}"
@@ -222,6 +224,44 @@ def admin_quota(
     for quota in found:
         console.print(f"{quota['user']}: memories {quota['max_memories'] or 'unlimited'}, searches a minute "
                       f"{quota['searches_per_minute'] or 'unlimited'}", markup=False)
+
+
+def _search_server_memory(home) -> dict | None:
+    """The warm search server's resident memory (Linux /proc), or None when none runs."""
+    from pathlib import Path
+
+    from cems_cli.server.daemon import server_pid
+
+    pid = server_pid(home)
+    if pid is None:
+        return None
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return {"pid": pid, "rss_bytes": int(line.split()[1]) * 1024}
+    except (OSError, ValueError, IndexError):
+        pass
+    return {"pid": pid, "rss_bytes": None}
+
+
+def _memory_line(memory: dict) -> str:
+    """"page cache 512.0 MB for 1.2 GB searched (tables …, HNSW …, full text …); model 22.0 MB; …"."""
+    cache = memory["page_cache"]
+    parts = []
+    if cache["tables_bytes"] is not None:
+        searched = cache["tables_bytes"] + cache["hnsw_bytes"] + cache["gin_bytes"]
+        buffers = _size(cache["shared_buffers_bytes"]) if cache["shared_buffers_bytes"] else "?"
+        parts.append(f"page cache {buffers} for {_size(searched)} searched (tables "
+                     f"{_size(cache['tables_bytes'])}, HNSW {_size(cache['hnsw_bytes'])}, full text "
+                     f"{_size(cache['gin_bytes'])})")
+    if memory.get("model_bytes"):
+        parts.append(f"model {_size(memory['model_bytes'])}")
+    server = memory.get("search_server")
+    if server is None:
+        parts.append("search server not running")
+    elif server["rss_bytes"] is not None:
+        parts.append(f"search server {_size(server['rss_bytes'])} resident")
+    return "; ".join(parts)
 
 
 def _size(n: float) -> str:

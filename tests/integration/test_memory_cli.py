@@ -214,6 +214,13 @@ def test_list_and_status_json(cli):
     assert status["database"]["embedded"] is True and status["database"]["running"] is True
     by_category = {c["category"]: c["count"] for c in status["counts"]}
     assert by_category["preferences"] == 2
+    # What the store asks of memory: the page cache and what a search reads (the shared test store's size).
+    cache = status["memory"]["page_cache"]
+    assert cache["shared_buffers_bytes"] >= 128 * 1024 * 1024
+    assert cache["tables_bytes"] > 0 and cache["hnsw_bytes"] > 0 and cache["gin_bytes"] > 0
+    assert status["memory"]["model_bytes"] is None  # the hashing embedder has no weights
+    shown = cli("status").stdout
+    assert "page cache" in " ".join(shown.split()) and "HNSW" in shown
 
 
 def test_long_memories_are_chunked_and_found_by_a_late_passage(cli):
