@@ -400,8 +400,10 @@ def import_memories(service: MemoryService, memories: Sequence[NewMemory | Impor
                 progress(min(start + COMMIT_BATCH, len(fresh)), len(fresh))
     except KeyboardInterrupt:
         created = sum(1 for row in fresh if written.get(row.key) == str(row.id))
+        later = (" and build the search indexes (searches work without them, slower)"
+                 if _owns_indexes(service) and store.pending_search_indexes(service.conn) else "")
         raise UserError(f"interrupted: {created:,} of {len(fresh):,} new memories stored; run the same "
-                        "import again to resume (what is stored is skipped)") from None
+                        f"import again to resume{later} (what is stored is skipped)") from None
     if _owns_indexes(service) and store.pending_search_indexes(service.conn):
         store.build_pending_indexes(service.conn, index_progress, watch=service.connect_again)
         store.analyze(service.conn)

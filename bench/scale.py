@@ -1,0 +1,270 @@
+"""Benchmark: CEMS at 100k, 300k and 1M memories of text that looks like memories; each figure as a curve.
+
+Corpus (bench/_scale_corpus.py): sentences the capture engine would keep, mined from the three session sets
+written by others and the project's own set (~82k), then templated memories up to --real texts, all embedded
+for real with the local model once and cached outside the repository (~17 min for 200k on 2 cores). Sizes
+above --real are filled with templated texts whose vectors are noisy copies of the real ones (cosine ≈ 0.71
+to their base, as in search_latency.py): embedding 1M texts would take ~80 min.
+
+Questions: the questions of the session sets (bench/agent-sessions/*.jsonl, bench/sessions/questions.jsonl),
+then templated ones; embedded by the search itself (no query cache hits).
+
+Per size, a store of its own (a throwaway home), loaded through the `cems import` engine with the vectors
+given (as `cems import --trusted` of an export made with `--embeddings` would): committed batches, search
+indexes dropped before and built once after. Then:
+- load seconds (COPY, then the index build), and the size on disk of the tables, the HNSW and GIN indexes;
+- recall@10 of the product's vector query (store.search.vector_hits: HNSW, iterative scan, the product's
+  ef_search) against exact search for real question embeddings; also at other ef_search values;
+- vector and hybrid p50/p95 through `MemoryService.search` (what `cems search` and the server run);
+- the UserPromptSubmit hook as Claude Code runs it (a process per prompt) against the warm search server,
+  p50/p95, and the server's RSS after those prompts.
+Results: bench/results/scale.json.
+
+    python bench/scale.py [--sizes 100000,300000,1000000] [--real 200000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from _common import (
+    REPO,
+    exact_top,
+    hnsw_recall,
+    memory_texts,
+    print_table,
+    query_texts,
+    throwaway_home,
+    write_results,
+)
+from _scale_corpus import embedded_corpus
+from search_latency import CATEGORIES, NOISE, summary, timed_searches
+
+HOOK = REPO / "hooks" / "user_prompt_submit.py"
+EF_SEARCH = (40, 100, 200, 400, 800)
+TARGETS = {"recall": 0.95, "vector_p50": 20.0, "hybrid_p50": 60.0, "hook_p50": 100.0, "rss_mb": 400.0}
+
+
+def filler(real: np.ndarray, count: int, seed: int = 5) -> np.ndarray:
+    """`count` noisy copies of real vectors (each of a random real one), renormalised."""
+    rng = np.random.default_rng(seed)
+    out = np.empty((count, real.shape[1]), dtype=np.float32)
+    for start in range(0, count, 20_000):
+        stop = min(start + 20_000, count)
+        noise = rng.normal(size=(stop - start, real.shape[1])).astype(np.float32)
+        noise *= NOISE / np.linalg.norm(noise, axis=1, keepdims=True)
+        block = real[rng.integers(0, len(real), stop - start)] + noise
+        out[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    return out
+
+
+def questions(count: int) -> list[str]:
+    found: list[str] = []
+    for path in sorted((REPO / "bench" / "agent-sessions").glob("*.jsonl")) + \
+            [REPO / "bench" / "sessions" / "questions.jsonl"]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                question = json.loads(line).get("question")
+                if isinstance(question, str) and question not in found:
+                    found.append(question)
+    extra = [q for q in query_texts(count + len(found), seed=23) if q not in found]
+    return (found + extra)[:count]
+
+
+def sizes_on_disk(conn) -> dict[str, float]:
+    """Tables (heap and TOAST), HNSW and GIN indexes, and the whole database, in MB."""
+    mb = 1024 * 1024
+    heap = conn.execute(
+        "SELECT sum(pg_relation_size(c.oid) + coalesce(pg_relation_size(c.reltoastrelid), 0)) "
+        "FROM pg_class c WHERE c.relname IN ('memory_documents', 'memory_chunks')").fetchone()[0]
+    by_method = dict(conn.execute(
+        "SELECT a.amname, sum(pg_relation_size(i.indexrelid)) FROM pg_index i "
+        "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
+        "WHERE i.indrelid = 'memory_chunks'::regclass GROUP BY a.amname").fetchall())
+    database = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+    return {"tables_mb": round(int(heap) / mb, 1), "hnsw_mb": round(int(by_method.get("hnsw", 0)) / mb, 1),
+            "gin_mb": round(int(by_method.get("gin", 0)) / mb, 1), "database_mb": round(database / mb, 1)}
+
+
+def hnsw_with(conn, options: str) -> None:
+    """The (empty) HNSW index again with other build options (`m=24,ef_construction=128`), before the load
+    that builds it: a variant to compare."""
+    import re
+
+    if not re.fullmatch(r"(\w+=\d+)(,\w+=\d+)*", options):
+        raise SystemExit(f"--index-with: expected name=number,…, got {options!r}")
+    conn.execute("DROP INDEX memory_chunks_embedding")
+    conn.execute("CREATE INDEX memory_chunks_embedding ON memory_chunks USING hnsw "
+                 f"(embedding vector_cosine_ops) WITH ({options})")
+
+
+def load(svc, texts: list[str], vectors: np.ndarray) -> tuple[dict[str, float], list[str]]:
+    from cems_cli.bulk import ImportLine, import_memories
+    from cems_cli.store.records import NewMemory
+
+    marks: dict[str, float] = {}
+    started = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        if done == total:
+            marks["copied"] = time.perf_counter()
+
+    lines = [ImportLine(NewMemory(content=text, category=CATEGORIES[i % len(CATEGORIES)], source="bench",
+                                  source_ref=svc.settings.project), vectors=vectors[i : i + 1])
+             for i, text in enumerate(texts)]
+    built = time.perf_counter()
+    report = import_memories(svc, lines, progress=progress)
+    done = time.perf_counter()
+    assert report.created == len(texts), report.to_json()
+    return {"load_seconds": round(done - started, 1), "prepare_seconds": round(built - started, 1),
+            "copy_seconds": round(marks.get("copied", done) - built, 1),
+            "index_seconds": round(done - marks.get("copied", done), 1)}, report.ids
+
+
+def hook_runs(home: Path, prompts: list[str], warmup: int = 3) -> tuple[list[float], int]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CEMS_")}
+    env.update(CEMS_HOME=str(home), CEMS_USER="bench", CEMS_PROJECT="project:bench/app")
+    samples, injected = [], 0
+    for index, prompt in enumerate(prompts):
+        payload = {"session_id": "bench", "hook_event_name": "UserPromptSubmit", "prompt": prompt,
+                   "cwd": str(home), "transcript_path": str(home / "none.jsonl")}
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, str(HOOK)], input=json.dumps(payload).encode(),
+                              capture_output=True, env=env, timeout=120)
+        elapsed = (time.perf_counter() - started) * 1000
+        if proc.returncode != 0:
+            raise SystemExit(f"hook exited {proc.returncode}: {proc.stderr[-500:]!r}")
+        if index >= warmup:  # the first prompt starts the server; the warm-up prompts are untimed
+            samples.append(elapsed)
+            injected += b"memory-recall" in proc.stdout
+    return samples, injected
+
+
+def server_rss_mb(home: Path) -> float | None:
+    from cems_cli.server.daemon import server_pid
+
+    pid = server_pid(home)
+    if pid is None:
+        return None
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
+def measure(size: int, texts: list[str], vectors: np.ndarray, asked: list[str], args, log) -> dict:
+    from cems_cli.config import load_settings
+    from cems_cli.server.daemon import stop_server
+    from cems_cli.service import MemoryService
+    from cems_cli.store.search import HNSW_EF_SEARCH
+
+    entry: dict = {}
+    with throwaway_home() as home:
+        settings = load_settings(home=home, user="bench", team=None, database_url=None, llm_base_url=None,
+                                 llm_api_key=None, project="project:bench/app", embedding_backend="local",
+                                 embedding_model=None, embedding_dim=None)
+        svc = MemoryService(settings)
+        try:
+            if args.index_with:  # the load rebuilds the index from its definition: these options included
+                hnsw_with(svc.conn, args.index_with)
+            log(f"{size:,}: loading")
+            timings, ids = load(svc, texts[:size], vectors[:size])
+            entry.update(timings)
+            entry["disk"] = sizes_on_disk(svc.conn)
+            log(f"{size:,}: loaded in {entry['load_seconds']} s {entry['disk']}")
+            pool = iter(asked)
+            recall_questions = [next(pool) for _ in range(args.recall_queries)]
+            query_vectors = svc.embedder.embed(recall_questions)
+            exact = exact_top(query_vectors, vectors[:size])
+            index_of = {memory_id: i for i, memory_id in enumerate(ids)}
+            entry["recall@10"], entry["vector_query_ms"] = {}, {}
+            for ef in sorted(set(EF_SEARCH) | {HNSW_EF_SEARCH}):
+                recall, latencies = hnsw_recall(svc, query_vectors, exact, index_of, ef_search=ef)
+                entry["recall@10"][str(ef)] = round(recall, 4)
+                entry["vector_query_ms"][str(ef)] = summary(latencies)
+            svc.conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}")
+            log(f"{size:,}: recall {entry['recall@10']}")
+            for mode, count in (("vector", args.queries), ("hybrid", args.hybrid_queries)):
+                batch = [next(pool) for _ in range(5 + count)]
+                entry[mode] = summary(timed_searches(svc, batch, mode))
+            log(f"{size:,}: vector {entry['vector']} hybrid {entry['hybrid']}")
+        finally:
+            svc.close()
+        try:
+            samples, injected = hook_runs(home, [next(pool) for _ in range(3 + args.hook_runs)])
+            entry["hook"] = {**summary(samples), "injected": injected, "runs": len(samples)}
+            entry["server_rss_mb"] = server_rss_mb(home)
+        finally:
+            stop_server(home)
+        log(f"{size:,}: hook {entry['hook']} server RSS {entry['server_rss_mb']} MB")
+    return entry
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100000,300000,1000000")
+    parser.add_argument("--real", type=int, default=200_000, help="texts embedded for real (cached)")
+    parser.add_argument("--recall-queries", type=int, default=100)
+    parser.add_argument("--queries", type=int, default=60, help="timed vector searches per size")
+    parser.add_argument("--hybrid-queries", type=int, default=40, help="timed hybrid searches per size")
+    parser.add_argument("--hook-runs", type=int, default=20)
+    parser.add_argument("--index-with", default="",
+                        help="build HNSW WITH these options, e.g. m=24,ef_construction=128")
+    parser.add_argument("--out", default="scale", help="results name under bench/results/")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+
+    from cems_cli.config import load_settings
+    from cems_cli.embedding import get_embedder
+    from cems_cli.store.search import HNSW_EF_SEARCH
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    with throwaway_home() as home:
+        settings = load_settings(home=home, user="bench", team=None, database_url=None,
+                                 embedding_backend="local", embedding_model=None, embedding_dim=None)
+        embedder = get_embedder(settings)
+        real_texts, real_vectors, mined = embedded_corpus(args.real, settings.resolved_embedding_model,
+                                                          embedder.embed, log)
+    total = max(sizes)
+    texts, vectors = list(real_texts[:total]), real_vectors[:total]
+    if total > len(texts):
+        seen = {t.lower() for t in texts}
+        extra = [t for t in memory_texts(total + 50_000, seed=77) if t.lower() not in seen]
+        texts += extra[: total - len(texts)]
+        vectors = np.concatenate([vectors, filler(real_vectors, total - len(real_vectors))])
+    asked = questions(args.recall_queries + args.queries + args.hybrid_queries + args.hook_runs + 20)
+    results: dict = {"index_with": args.index_with or "defaults (m=16, ef_construction=64)",
+                     "real_texts": len(real_texts), "mined_from_sessions": mined, "filler_noise": NOISE,
+                     "product_ef_search": HNSW_EF_SEARCH, "questions": len(asked), "sizes": {}}
+    for size in sizes:
+        results["sizes"][str(size)] = measure(size, texts, vectors, asked, args, log)
+        write_results(args.out, results)
+
+    rows = []
+    for size, e in results["sizes"].items():
+        rows.append((f"{int(size):,}", e["recall@10"][str(HNSW_EF_SEARCH)], e["vector"]["p50"],
+                     e["vector"]["p95"], e["hybrid"]["p50"], e["hybrid"]["p95"], e["hook"]["p50"],
+                     e["load_seconds"], e["disk"]["tables_mb"], e["disk"]["hnsw_mb"], e["disk"]["gin_mb"],
+                     e["server_rss_mb"]))
+    print_table(f"Scale (real texts {len(real_texts):,}, {mined:,} mined from sessions; "
+                f"ef_search {HNSW_EF_SEARCH})",
+                ["memories", "recall@10", "vector p50", "p95", "hybrid p50", "p95", "hook p50", "load s",
+                 "tables MB", "HNSW MB", "GIN MB", "server RSS MB"], rows)
+    print_table("Recall@10 against exact search by ef_search",
+                ["memories", *map(str, sorted(set(EF_SEARCH) | {HNSW_EF_SEARCH}))],
+                [(f"{int(s):,}", *e["recall@10"].values()) for s, e in results["sizes"].items()])
+    print(f"results: {write_results(args.out, results)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
