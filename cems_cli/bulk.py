@@ -61,6 +61,9 @@ from cems_cli.store.records import MemoryRecord, NewMemory
 from cems_cli.text.normalize import content_hash
 
 if TYPE_CHECKING:
+    import psycopg
+
+    from cems_cli.config import Settings
     from cems_cli.service import MemoryService
 
 # Texts per embedder call: large enough that the embedder's own length sorting pays off, small enough that
@@ -405,7 +408,8 @@ def import_memories(service: MemoryService, memories: Sequence[NewMemory | Impor
         raise UserError(f"interrupted: {created:,} of {len(fresh):,} new memories stored; run the same "
                         f"import again to resume{later} (what is stored is skipped)") from None
     if _owns_indexes(service) and store.pending_search_indexes(service.conn):
-        store.build_pending_indexes(service.conn, index_progress, watch=service.connect_again)
+        store.build_pending_indexes(service.conn, index_progress, watch=service.connect_again,
+                                    memory_mb=build_memory_mb(service.conn, service.settings))
         store.analyze(service.conn)
     ids = {**known, **written}
     report.ids = [ids[row.key] for row in rows]
@@ -417,6 +421,26 @@ def import_memories(service: MemoryService, memories: Sequence[NewMemory | Impor
     report.duplicates = report.total - report.created
     report.seconds = time.perf_counter() - started
     return report
+
+
+def build_memory_mb(conn: psycopg.Connection, settings: Settings) -> int | None:
+    """maintenance_work_mem for building the search indexes of this store: on the embedded server (this
+    machine's), what the HNSW graph needs, up to a quarter of the machine's memory (the build is the one
+    time the store needs it; beyond it, pgvector builds on disk, several times slower). A shared server's
+    memory is its administrator's to give: None keeps the default."""
+    import os
+
+    from cems_cli.store.db import locate
+
+    if not locate(settings, start=False).embedded:
+        return None
+    try:
+        total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+    except (ValueError, OSError, AttributeError):
+        return None
+    row = conn.execute("SELECT count(*) FROM memory_chunks").fetchone()  # exact: a load just changed it
+    needed = store.hnsw_build_mb(int(row[0]) if row else 0, settings.resolved_embedding_dim)
+    return min(needed, total_mb // 4)
 
 
 def _owns_indexes(service: MemoryService) -> bool:

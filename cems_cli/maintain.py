@@ -226,7 +226,7 @@ def run_maintenance(
         raise AssertionError("unreachable")
 
     if not dry_run:
-        report.indexes = _build_pending_indexes(conn, progress)
+        report.indexes = _build_pending_indexes(conn, settings, progress)
     expired = step(
         "expire", lambda: lifecycle.expire(conn, user, settings.context_ttl_days, dry_run=dry_run)
     )
@@ -252,9 +252,11 @@ def run_maintenance(
     return report
 
 
-def _build_pending_indexes(conn: psycopg.Connection, progress: Callable[[str], None] | None) -> list[str]:
+def _build_pending_indexes(conn: psycopg.Connection, settings: Settings,
+                           progress: Callable[[str], None] | None) -> list[str]:
     """First, the search indexes an interrupted large import dropped (searches and the merge probe need
     them). Only the store's owner can build them: on a shared server a member's maintenance leaves them."""
+    from cems_cli.bulk import build_memory_mb
     from cems_cli.store import bulk
 
     if not bulk.pending_search_indexes(conn):
@@ -262,7 +264,7 @@ def _build_pending_indexes(conn: psycopg.Connection, progress: Callable[[str], N
     if progress:
         progress("indexes")
     try:
-        return bulk.build_pending_indexes(conn)
+        return bulk.build_pending_indexes(conn, memory_mb=build_memory_mb(conn, settings))
     except psycopg.errors.InsufficientPrivilege:
         return []
 

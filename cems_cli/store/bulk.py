@@ -53,8 +53,9 @@ _CHUNK_COPY = (
 # Below this many new chunks, inserting into the live indexes is cheaper than rebuilding them.
 REBUILD_MIN_CHUNKS = 2000
 # Index builds are the slow part of a big first import; give them room (session-local, reset at commit).
+_BUILD_MEMORY_MB = 512
 _BUILD_SETTINGS = (
-    "SET LOCAL maintenance_work_mem = '512MB'",
+    f"SET LOCAL maintenance_work_mem = '{_BUILD_MEMORY_MB}MB'",
     "SET LOCAL max_parallel_maintenance_workers = 2",
     # A shared server's connections stop statements after 60 s (store/db.py); a build on a large store is
     # one statement that may take many minutes.
@@ -224,10 +225,12 @@ IndexProgress = Callable[[str, int, int], None]  # (index name, tuples done, tup
 
 
 def build_pending_indexes(conn: psycopg.Connection, progress: IndexProgress | None = None,
-                          watch: Callable[[], psycopg.Connection] | None = None) -> list[str]:
+                          watch: Callable[[], psycopg.Connection] | None = None,
+                          memory_mb: int | None = None) -> list[str]:
     """Build the search indexes a load left pending (each as its migration defined it), then forget them.
     With `progress` and `watch` (a factory of a second connection), a thread reports each build's progress
-    from pg_stat_progress_create_index every second. Returns the names built."""
+    from pg_stat_progress_create_index every second. `memory_mb`: maintenance_work_mem for the builds (an
+    HNSW graph that outgrows it is built on disk, several times slower). Returns the names built."""
     built = []
     for definition in pending_search_indexes(conn):
         if not _SEARCH_INDEX.fullmatch(definition):
@@ -240,6 +243,8 @@ def build_pending_indexes(conn: psycopg.Connection, progress: IndexProgress | No
             with conn.transaction():
                 for setting in _BUILD_SETTINGS:
                     conn.execute(setting)
+                if memory_mb is not None and memory_mb > _BUILD_MEMORY_MB:
+                    conn.execute(f"SET LOCAL maintenance_work_mem = '{int(memory_mb)}MB'")
                 conn.execute(statement)  # read back from pg_indexes when the load dropped it
         built.append(name)
     conn.execute("DELETE FROM cems_meta WHERE key = %s", (PENDING_INDEXES_KEY,))
@@ -249,6 +254,13 @@ def build_pending_indexes(conn: psycopg.Connection, progress: IndexProgress | No
 # What pg_indexes gives for memory_chunks' HNSW and GIN indexes (names, opclasses and WITH options vary).
 _SEARCH_INDEX = re.compile(r'CREATE INDEX "?\w+"? ON (?:"?\w+"?\.)?memory_chunks USING (?:hnsw|gin) '
                            r"\([\w\s(),:]+\)(?: WITH \([\w\s=,'.]+\))?")
+
+
+def hnsw_build_mb(chunks: int, dim: int) -> int:
+    """What an in-memory HNSW build of `chunks` vectors needs: each element holds its vector and its
+    neighbour lists (2·m on layer 0, m = 16), plus pgvector's overhead; a quarter more to be safe."""
+    per_element = dim * 4 + 2 * 16 * 8 + 150
+    return int(chunks * per_element * 1.25 / (1024 * 1024)) + 64
 
 
 def _index_name(definition: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import uuid
 
 import numpy as np
@@ -199,3 +200,19 @@ def test_bad_vectors_are_refused_by_line_and_store_nothing(cli, change, message)
     assert f"line 2: {message}" in result.stderr or message in result.stderr, result.stderr
     assert "line 2" in result.stderr
     assert cli("status", "--json").json()["total"] == 0
+
+
+def test_index_builds_get_the_memory_an_hnsw_graph_needs_on_this_machine_only(lone_store, env):
+    from cems_cli.bulk import build_memory_mb
+    from cems_cli.config import load_settings
+    from cems_cli.store import bulk as store
+
+    # ~1.8 KB a 384-dimension element, a quarter more: 1M vectors want about 2.3 GB, 10k about 90 MB.
+    assert 2000 <= store.hnsw_build_mb(1_000_000, 384) <= 2600
+    assert store.hnsw_build_mb(10_000, 384) < 128
+    # A server given by CEMS_DATABASE_URL is its administrator's to size: the default stays.
+    assert build_memory_mb(lone_store.conn, lone_store.settings) is None
+    embedded = load_settings(home=env["CEMS_HOME"], database_url=None)
+    wanted = build_memory_mb(lone_store.conn, embedded)
+    total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
+    assert wanted is not None and 0 < wanted <= total_mb // 4
