@@ -26,11 +26,13 @@ Results: bench/results/scale.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +93,25 @@ def sizes_on_disk(conn) -> dict[str, float]:
     database = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
     return {"tables_mb": round(int(heap) / mb, 1), "hnsw_mb": round(int(by_method.get("hnsw", 0)) / mb, 1),
             "gin_mb": round(int(by_method.get("gin", 0)) / mb, 1), "database_mb": round(database / mb, 1)}
+
+
+@contextlib.contextmanager
+def kept_home(keep: str, size: int) -> Iterator[Path]:
+    """A throwaway home, or with --keep DIR one kept at DIR/SIZE (loaded once, measured again later)."""
+    if not keep:
+        with throwaway_home() as home:
+            yield home
+        return
+    from cems_cli.paths import pgdata_path, using_home
+    from cems_cli.store.server import stop_server
+
+    home = Path(keep).expanduser().resolve() / str(size)
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        with using_home(home):
+            yield home
+    finally:
+        stop_server(pgdata_path(home))
 
 
 def hnsw_with(conn, options: str) -> None:
@@ -166,19 +187,24 @@ def measure(size: int, texts: list[str], vectors: np.ndarray, asked: list[str], 
     from cems_cli.store.search import HNSW_EF_SEARCH
 
     entry: dict = {}
-    with throwaway_home() as home:
+    with kept_home(args.keep, size) as home:
         settings = load_settings(home=home, user="bench", team=None, database_url=None, llm_base_url=None,
                                  llm_api_key=None, project="project:bench/app", embedding_backend="local",
                                  embedding_model=None, embedding_dim=None)
         svc = MemoryService(settings)
         try:
-            if args.index_with:  # the load rebuilds the index from its definition: these options included
-                hnsw_with(svc.conn, args.index_with)
-            log(f"{size:,}: loading")
-            timings, ids = load(svc, texts[:size], vectors[:size])
-            entry.update(timings)
+            stored = [str(r[0]) for r in svc.conn.execute("SELECT id FROM memory_documents ORDER BY seq")]
+            if len(stored) == size:  # a kept store (--keep) from an earlier run: measure it again
+                ids = stored
+                log(f"{size:,}: kept store, loaded earlier")
+            else:
+                if args.index_with:  # the load builds the index from its definition: these options included
+                    hnsw_with(svc.conn, args.index_with)
+                log(f"{size:,}: loading")
+                timings, ids = load(svc, texts[:size], vectors[:size])
+                entry.update(timings)
             entry["disk"] = sizes_on_disk(svc.conn)
-            log(f"{size:,}: loaded in {entry['load_seconds']} s {entry['disk']}")
+            log(f"{size:,}: loaded in {entry.get('load_seconds', '(kept)')} s {entry['disk']}")
             pool = iter(asked)
             recall_questions = [next(pool) for _ in range(args.recall_queries)]
             query_vectors = svc.embedder.embed(recall_questions)
@@ -191,6 +217,8 @@ def measure(size: int, texts: list[str], vectors: np.ndarray, asked: list[str], 
                 entry["vector_query_ms"][str(ef)] = summary(latencies)
             svc.conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}")
             log(f"{size:,}: recall {entry['recall@10']}")
+            if args.recall_only:
+                return entry
             for mode, count in (("vector", args.queries), ("hybrid", args.hybrid_queries)):
                 batch = [next(pool) for _ in range(5 + count)]
                 entry[mode] = summary(timed_searches(svc, batch, mode))
@@ -218,6 +246,8 @@ def main() -> int:
     parser.add_argument("--index-with", default="",
                         help="build HNSW WITH these options, e.g. m=24,ef_construction=128")
     parser.add_argument("--out", default="scale", help="results name under bench/results/")
+    parser.add_argument("--keep", default="", help="keep each size's store under this folder (reused)")
+    parser.add_argument("--recall-only", action="store_true", help="load and recall only (index variants)")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
 
@@ -249,12 +279,16 @@ def main() -> int:
         results["sizes"][str(size)] = measure(size, texts, vectors, asked, args, log)
         write_results(args.out, results)
 
+    if args.recall_only:
+        print(json.dumps({s: {k: e.get(k) for k in ("load_seconds", "index_seconds", "disk", "recall@10")}
+                          for s, e in results["sizes"].items()}, indent=1))
+        return 0
     rows = []
     for size, e in results["sizes"].items():
         rows.append((f"{int(size):,}", e["recall@10"][str(HNSW_EF_SEARCH)], e["vector"]["p50"],
                      e["vector"]["p95"], e["hybrid"]["p50"], e["hybrid"]["p95"], e["hook"]["p50"],
-                     e["load_seconds"], e["disk"]["tables_mb"], e["disk"]["hnsw_mb"], e["disk"]["gin_mb"],
-                     e["server_rss_mb"]))
+                     e.get("load_seconds", "kept"), e["disk"]["tables_mb"], e["disk"]["hnsw_mb"],
+                     e["disk"]["gin_mb"], e["server_rss_mb"]))
     print_table(f"Scale (real texts {len(real_texts):,}, {mined:,} mined from sessions; "
                 f"ef_search {HNSW_EF_SEARCH})",
                 ["memories", "recall@10", "vector p50", "p95", "hybrid p50", "p95", "hook p50", "load s",
