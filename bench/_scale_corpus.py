@@ -2,12 +2,13 @@
 fill out the count, and their real embeddings cached outside the repository.
 
 Sources, in this order (each text once, compared case- and space-insensitively):
-1. The sessions written by others in `../shared/bench/agent-sessions/` (chef-chopsky, m-claude,
-   swebench-mini), converted to Claude Code transcripts by the evaluation's own converters; and the project's
-   own set, `bench/sessions/projects/`. From each transcript: the sentences of the agent's answers and of the
-   user's prompts that the capture engine would call a fact or a decision (`capture.extract`: not filler,
-   names a path, command, value or cause), and the commands the agent ran, as "Ran `…`" notes. Every text
-   goes through the product's secret redaction first, as capture does.
+1. The sessions written by others (the folder given as --data: chef-chopsky, m-claude, swebench-mini;
+   bench/agent-sessions/README.md says where to get them), converted to Claude Code transcripts by the
+   evaluation's own converters; and the project's own set, `bench/sessions/projects/`. From each
+   transcript: the sentences of the agent's answers and of the user's prompts that the capture engine would
+   call a fact or a decision (`capture.extract`: not filler, names a path, command, value or cause), and
+   the commands the agent ran, as "Ran `…`" notes. Every text goes through the product's secret redaction
+   first, as capture does.
 2. Templated developer memories (bench/_common.memory_texts) up to the count asked.
 
 Embeddings are made once with the product's local model and cached under
@@ -29,7 +30,6 @@ from pathlib import Path
 import numpy as np
 from _common import REPO, memory_texts
 
-SHARED_SESSIONS = REPO.parent / "shared" / "bench" / "agent-sessions"
 OWN_SESSIONS = REPO / "bench" / "sessions" / "projects"
 MIN_CHARS, MAX_CHARS = 40, 400
 # Commands worth a note: the ones a later session would want again (tests, builds, installs), not `ls`/`cat`.
@@ -49,11 +49,11 @@ def _normal(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def _transcripts(work: Path) -> Iterator[Path]:
+def _transcripts(work: Path, data: Path | None) -> Iterator[Path]:
     from cems_cli.evaluation.agent_sessions import SETS, convert_set
 
-    for spec in SETS:
-        source = SHARED_SESSIONS / spec.name
+    for spec in SETS if data is not None else ():
+        source = data / spec.name
         if source.is_dir():
             yield from convert_set(spec, source, work / spec.name)
     yield from sorted(OWN_SESSIONS.glob("*/*.jsonl"))
@@ -80,14 +80,14 @@ def _texts_of(path: Path) -> Iterator[str]:
                         yield f"Ran `{command}`"
 
 
-def mined_texts() -> list[str]:
+def mined_texts(data: Path | None) -> list[str]:
     """Memory-like texts from the real sessions (redacted, distinct, MIN_CHARS..MAX_CHARS long)."""
     from cems_cli.text.redact import redact_secrets
 
     seen: set[str] = set()
     texts: list[str] = []
     with tempfile.TemporaryDirectory(prefix="cems-scale-") as work:
-        for path in _transcripts(Path(work)):
+        for path in _transcripts(Path(work), data):
             for text in _texts_of(path):
                 text = redact_secrets(text.strip())
                 key = _normal(text)
@@ -97,27 +97,27 @@ def mined_texts() -> list[str]:
     return texts
 
 
-def corpus(count: int) -> tuple[list[str], int]:
+def corpus(count: int, data: Path | None) -> tuple[list[str], int]:
     """`count` distinct texts: the mined ones first, then templates. Returns (texts, how many were mined)."""
-    mined = mined_texts()[:count]
+    mined = mined_texts(data)[:count]
     seen = {_normal(text) for text in mined}
     filler = [text for text in memory_texts(count + len(mined)) if _normal(text) not in seen]
     return mined + filler[: count - len(mined)], len(mined)
 
 
-def embedded_corpus(count: int, model: str, embed: Callable[[list[str]], np.ndarray],
+def embedded_corpus(count: int, model: str, embed: Callable[[list[str]], np.ndarray], data: Path | None,
                     log: Callable[[str], None] = print) -> tuple[list[str], np.ndarray, int]:
     """The corpus of `count` texts and their real embeddings, from the cache when it holds them."""
     from cems_cli.bulk import embed_all
 
-    key = hashlib.sha256(f"{count}|{model}|v1".encode()).hexdigest()[:12]
+    key = hashlib.sha256(f"{count}|{model}|{'sessions' if data else 'own'}|v1".encode()).hexdigest()[:12]
     folder = cache_dir()
     texts_path, vectors_path = folder / f"texts-{key}.jsonl", folder / f"vectors-{key}.npy"
     if texts_path.is_file() and vectors_path.is_file():
         lines = [json.loads(line) for line in texts_path.read_text(encoding="utf-8").splitlines()]
         mined = sum(1 for line in lines if line["mined"])
         return [line["text"] for line in lines], np.load(vectors_path), mined
-    texts, mined = corpus(count)
+    texts, mined = corpus(count, data)
     log(f"corpus: {len(texts):,} texts ({mined:,} mined from sessions); embedding them once "
         f"(cached in {folder})")
     started, last = time.perf_counter(), [0.0]

@@ -1,8 +1,9 @@
 """Benchmark: CEMS at 100k, 300k and 1M memories of text that looks like memories; each figure as a curve.
 
 Corpus (bench/_scale_corpus.py): sentences the capture engine would keep, mined from the three session sets
-written by others and the project's own set (~82k), then templated memories up to --real texts, all embedded
-for real with the local model once and cached outside the repository (~17 min for 200k on 2 cores). Sizes
+written by others (--data) and the project's own set (~82k), then templated memories up to --real texts, all
+embedded for real with the local model once and cached outside the repository (~17 min for 200k on 2 cores,
+alone; three times that beside other work). Sizes
 above --real are filled with templated texts whose vectors are noisy copies of the real ones (cosine ≈ 0.71
 to their base, as in search_latency.py): embedding 1M texts would take ~80 min.
 
@@ -20,7 +21,7 @@ indexes dropped before and built once after. Then:
   p50/p95, and the server's RSS after those prompts.
 Results: bench/results/scale.json.
 
-    python bench/scale.py [--sizes 100000,300000,1000000] [--real 200000]
+    python bench/scale.py --data DIR [--sizes 100000,300000,1000000] [--real 200000] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -239,6 +240,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,300000,1000000")
     parser.add_argument("--real", type=int, default=200_000, help="texts embedded for real (cached)")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="the agent-sessions sets' folder (bench/agent-sessions/README.md); without it, "
+                        "only the project's own sessions are mined")
     parser.add_argument("--recall-queries", type=int, default=100)
     parser.add_argument("--queries", type=int, default=60, help="timed vector searches per size")
     parser.add_argument("--hybrid-queries", type=int, default=40, help="timed hybrid searches per size")
@@ -263,7 +267,7 @@ def main() -> int:
                                  embedding_backend="local", embedding_model=None, embedding_dim=None)
         embedder = get_embedder(settings)
         real_texts, real_vectors, mined = embedded_corpus(args.real, settings.resolved_embedding_model,
-                                                          embedder.embed, log)
+                                                          embedder.embed, args.data, log)
     total = max(sizes)
     texts, vectors = list(real_texts[:total]), real_vectors[:total]
     if total > len(texts):
