@@ -35,7 +35,6 @@ ROWS: dict[str, tuple[str, dict[str, str]]] = {
     "temporal": ("no recency factor for time-worded questions", {"CEMS_TEMPORAL_STRENGTH": "0"}),
     "aggregation": ("no MMR assembly for aggregation-worded questions",
                     {"CEMS_DIVERSE_AGGREGATION": "false"}),
-    "entities": ("entity links on (weight 0.3)", {"CEMS_ENTITY_WEIGHT": "0.3"}),
 }
 
 

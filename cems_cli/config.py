@@ -127,13 +127,11 @@ class Settings(CemsSettingsBase):
     session_window: int = Field(default=defaults.SESSION_WINDOW, ge=0, le=100)
     session_neighbour_weight: float = Field(default=defaults.SESSION_NEIGHBOUR_WEIGHT, ge=0, le=10)
     session_weight: float = Field(default=defaults.SESSION_WEIGHT, ge=0, le=10)
-    entity_weight: float = Field(default=defaults.ENTITY_WEIGHT, ge=0, le=1)
     phrase_weight: float = Field(default=defaults.PHRASE_WEIGHT, ge=0, le=10)
     time_cue_boost: float = Field(default=defaults.TIME_CUE_BOOST, ge=0, le=10)
     temporal_strength: float = Field(default=defaults.TEMPORAL_STRENGTH, ge=0, le=1)
     diverse_aggregation: bool = defaults.DIVERSE_AGGREGATION
     time_answer_boost: float = Field(default=defaults.TIME_ANSWER_BOOST, ge=0, le=10)
-    entity_top: int = Field(default=defaults.ENTITY_TOP, ge=1, le=50)
     # A memory a newer one of its project says was replaced weighs this much (retrieval/supersede.py).
     superseded_weight: float = Field(default=defaults.SUPERSEDED_WEIGHT, ge=0, le=1)
     # Overview questions get summaries of groups of memories first (cems_cli/summaries.py).

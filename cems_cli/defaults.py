@@ -68,15 +68,9 @@ RRF_EXPANSION_WEIGHT = 1.0
 SESSION_WINDOW = 2  # session context: neighbours within this many places lend score
 SESSION_NEIGHBOUR_WEIGHT = 0.5
 SESSION_WEIGHT = 0.2
-# Entity links (retrieval/entity_graph.py): a memory naming what one of the ENTITY_TOP best candidates names
-# borrows this share of its score (CEMS_ENTITY_WEIGHT). Off: at 0.3 LoCoMo fell from 0.708 / 0.798 to
-# 0.669 / 0.765 (multi-hop R@10 0.409 -> 0.377) and the capture benchmark's noise rose 36% -> 38%
-# (bench/RESULTS.md); the entities are still extracted and stored for the stage and for later use.
-ENTITY_WEIGHT = 0.0
 # BM25's phrase bonus: query terms side by side in a memory add this much of their mean IDF
 # (CEMS_PHRASE_WEIGHT). LoCoMo Recall@10 +0.003 at 1.0 when it was chosen; bench/RESULTS.md has both sets.
 PHRASE_WEIGHT = 1.0
-ENTITY_TOP = 5
 # "What did we decide in March?": memories recorded then weigh 1 + CEMS_TIME_CUE_BOOST. "When did …?":
 # memories that say when weigh 1 + CEMS_TIME_ANSWER_BOOST (0.6 and 0.5 were the values tried). Off by
 # default: each helped LoCoMo alone (R@10 +0.005 and +0.009) and changed nothing on the capture benchmark,

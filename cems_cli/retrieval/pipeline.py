@@ -1,9 +1,9 @@
 """The search orchestrator: every stage of the retrieval seeds, in order, each one skippable.
 
 understand → strong-signal probe → synthesis / decomposition / HyDE → candidate retrieval (vector and
-lexical per query, all variants embedded in one batch) → fusion → session context → entity links (when
-on) → rerank → relevance filter, semantic dedup → score adjustments → confidence → token-budgeted (or MMR)
-assembly → neighbour context.
+lexical per query, all variants embedded in one batch) → fusion → session context → rerank → relevance
+filter, semantic dedup → score adjustments → confidence → token-budgeted (or MMR) assembly → neighbour
+context.
 
 `vector` mode makes no LLM call and reads one list; `hybrid` runs everything that is configured (no LLM
 means no LLM stages, silently); `auto` lets query understanding choose between the two.
@@ -206,8 +206,6 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     fused = _fuse(settings, ranked, candidates)
     if mode != "vector" and (settings.session_neighbour_weight or settings.session_weight):
         fused = _session_context(conn, fused, filters, settings)
-    if mode != "vector" and settings.entity_weight:
-        fused = _entity_links(conn, fused, filters, settings)
     trace.lap("fuse")
 
     # 7. Reranking of the head; the tail keeps its fused order below it.
@@ -648,19 +646,6 @@ def _session_context(conn, fused: list[Candidate], filters: SearchFilters, setti
         neighbour_weight=settings.session_neighbour_weight,
         session_weight=settings.session_weight,
     )
-
-
-def _entity_links(conn, fused: list[Candidate], filters: SearchFilters, settings) -> list[Candidate]:
-    """Memories naming what the best candidates name borrow part of their score (entity_graph.py)."""
-    from cems_cli.retrieval.entity_graph import apply_entity_links
-    from cems_cli.store.entities import document_entities, entity_idf
-
-    entities = document_entities(conn, [c.document_id for c in fused])
-    named = sorted({e for c in fused[: settings.entity_top] for e in entities.get(c.document_id, ())})
-    if not named:
-        return fused
-    idf = entity_idf(conn, named, filters.identity, filters.scope)
-    return apply_entity_links(fused, entities, idf, weight=settings.entity_weight, top=settings.entity_top)
 
 
 def _attach_embeddings(conn, candidates: list[Candidate]) -> None:

@@ -60,7 +60,7 @@ class Member:
     text: str
     created_at: datetime
     source: str | None = None
-    entities: tuple[str, ...] = ()  # what it names (sql/010_entities.sql): the best words for a title
+    entities: tuple[str, ...] = ()  # what it names (cems_entities(), sql/010): the best words for a title
 
 
 @dataclass
