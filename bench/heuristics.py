@@ -33,8 +33,6 @@ ROWS: dict[str, tuple[str, dict[str, str]]] = {
     "coverage": ("BM25 divided by the best match, not a whole-query match", {"CEMS_LEXICAL_COVERAGE": "0"}),
     "phrase": ("no BM25 phrase bonus", {"CEMS_PHRASE_WEIGHT": "0"}),
     "temporal": ("no recency factor for time-worded questions", {"CEMS_TEMPORAL_STRENGTH": "0"}),
-    "aggregation": ("no MMR assembly for aggregation-worded questions",
-                    {"CEMS_DIVERSE_AGGREGATION": "false"}),
 }
 
 

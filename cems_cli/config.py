@@ -130,7 +130,6 @@ class Settings(CemsSettingsBase):
     phrase_weight: float = Field(default=defaults.PHRASE_WEIGHT, ge=0, le=10)
     time_cue_boost: float = Field(default=defaults.TIME_CUE_BOOST, ge=0, le=10)
     temporal_strength: float = Field(default=defaults.TEMPORAL_STRENGTH, ge=0, le=1)
-    diverse_aggregation: bool = defaults.DIVERSE_AGGREGATION
     time_answer_boost: float = Field(default=defaults.TIME_ANSWER_BOOST, ge=0, le=10)
     # A memory a newer one of its project says was replaced weighs this much (retrieval/supersede.py).
     superseded_weight: float = Field(default=defaults.SUPERSEDED_WEIGHT, ge=0, le=1)

@@ -79,13 +79,10 @@ PHRASE_WEIGHT = 1.0
 TIME_CUE_BOOST = 0.0
 TIME_ANSWER_BOOST = 0.0
 # A question worded in time ("last", "after", "recently", a month) can weigh memories by recency: today
-# x(1 + this), very old x(1 - this) (CEMS_TEMPORAL_STRENGTH; 0.1 was tried). An aggregation-worded one
-# ("how many", "each", "all the") can be assembled by MMR across sessions (CEMS_DIVERSE_AGGREGATION). Both
-# off: neither moved LoCoMo (R@10 0.7848 and 0.7847 without them, 0.7850 with) nor the capture benchmark
-# (bench/heuristics.py), and the question classes they key on misfire on coding questions ("why does the row
-# count differ after each migration" reads as temporal and as aggregation).
+# x(1 + this), very old x(1 - this) (CEMS_TEMPORAL_STRENGTH; 0.1 was tried). Off: it moved neither LoCoMo
+# (R@10 0.7848 without it, 0.7850 with) nor the capture benchmark (bench/heuristics.py), and the question
+# class it keys on misfires on coding questions ("why does the row count differ after each migration").
 TEMPORAL_STRENGTH = 0.0
-DIVERSE_AGGREGATION = False
 # A memory that a newer one of the same project says was replaced ("switch the event stream from Kafka to
 # NATS") weighs this much (retrieval/supersede.py; 1.0: off). Measured in bench/RESULTS.md.
 SUPERSEDED_WEIGHT = 0.5

@@ -78,8 +78,7 @@ def _confidence(data: Mapping[str, Any]) -> str:
 
 
 def _assembly(data: Mapping[str, Any]) -> str:
-    mmr = f", mmr {_n(data['mmr'])}" if data.get("mmr") is not None else ""
-    return f"{data.get('tokens')} tokens, phase {data.get('phase')}{mmr}"
+    return f"{data.get('tokens')} tokens, phase {data.get('phase')}"
 
 
 def _dedup(data: Any) -> str:

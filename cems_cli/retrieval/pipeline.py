@@ -2,7 +2,7 @@
 
 understand → strong-signal probe → synthesis / decomposition / HyDE → candidate retrieval (vector and
 lexical per query, all variants embedded in one batch) → fusion → session context → rerank → relevance
-filter, semantic dedup → score adjustments → confidence → token-budgeted (or MMR) assembly → neighbour
+filter, semantic dedup → score adjustments → confidence → token-budgeted assembly → neighbour
 context.
 
 `vector` mode makes no LLM call and reads one list; `hybrid` runs everything that is configured (no LLM
@@ -268,9 +268,8 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
         adjusted = [c for c in adjusted if c.confidence >= request.min_confidence]
     trace.lap("filter_adjust")
 
-    # 10. Assembly within the token budget (MMR across sessions for aggregation questions).
-    diverse = settings.diverse_aggregation and analysis.is_aggregation and mode != "vector"
-    selected = _assemble(adjusted, request, settings, diverse=diverse)
+    # 10. Assembly within the token budget.
+    selected = _assemble(adjusted, request, settings)
     trace.lap("assemble")
     results = _results(deps, selected, request, trace, documents)
     if settings.summaries and settings.summary_results:
@@ -687,15 +686,11 @@ def _rerank(
     return reranked + tail
 
 
-def _assemble(
-    candidates: list[Candidate], request: SearchRequest, settings, *, diverse: bool
-) -> list[Candidate]:
-    from cems_cli.retrieval.assemble import assemble_diverse, assemble_greedy
+def _assemble(candidates: list[Candidate], request: SearchRequest, settings) -> list[Candidate]:
+    from cems_cli.retrieval.assemble import assemble_greedy
 
     budget = request.token_budget or settings.context_budget
     counter = _token_counter(candidates, budget)
-    if diverse:
-        return assemble_diverse(candidates, counter, budget, max_results=request.limit).selected
     return assemble_greedy(candidates, counter, budget, max_results=request.limit).selected
 
 

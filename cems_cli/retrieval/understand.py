@@ -6,8 +6,8 @@ This is what runs when no LLM is configured, and the fallback for every field an
 Routing (auto mode, seed 000 "route_to_strategy"): vector only for simple queries that need no reasoning
 and touch at most one domain; hybrid for moderate/complex, reasoning, 2+ domains, and (seed 000's hybrid
 use cases) preference queries. We also send to hybrid:
-- temporal and aggregation queries: they need the date-aware expansions and the multi-session assembly
-  that only the hybrid path runs;
+- temporal and aggregation queries: they need the date-aware expansions and the session context that
+  only the hybrid path runs;
 - queries naming an entity (identifier, path, quoted text, proper name): exact strings are what the
   lexical stream finds and embeddings blur (on LoCoMo BM25 alone beats MiniLM cosine, 0.453 vs 0.331).
 """
