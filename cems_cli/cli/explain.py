@@ -49,7 +49,8 @@ def _session(data: Mapping[str, Any]) -> str:
 
 
 # The adjustment factors, in the order they multiply; those equal to 1 changed nothing and are left out.
-_FACTORS = ("priority", "time_decay", "pinned", "project", "source", "temporal", "time_cue", "time_answer")
+# The experiments (retrieval/experiments.py) record theirs beside them.
+_FACTORS = ("priority", "time_decay", "pinned", "project", "source", "time_cue", "time_answer")
 
 
 def _adjust(data: Mapping[str, Any]) -> str:

@@ -2,8 +2,8 @@
 
 understand → strong-signal probe → synthesis / decomposition / HyDE → candidate retrieval (vector and
 lexical per query, all variants embedded in one batch) → fusion → session context → rerank → relevance
-filter, semantic dedup → score adjustments → confidence → token-budgeted assembly → neighbour
-context.
+filter, semantic dedup → score adjustments (then the experiments named, retrieval/experiments.py) →
+confidence → token-budgeted assembly → neighbour context.
 
 `vector` mode makes no LLM call and reads one list; `hybrid` runs everything that is configured (no LLM
 means no LLM stages, silently); `auto` lets query understanding choose between the two.
@@ -225,26 +225,15 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     kept = semantic_dedup(head) + kept[len(head) :]
 
     # 9. Score adjustments.
-    from cems_cli.retrieval.adjust import AdjustSettings, apply_adjustments
-    from cems_cli.retrieval.answer_type import asks_for_time
-    from cems_cli.retrieval.timecues import parse_time_cue
+    from cems_cli.retrieval.adjust import apply_adjustments
 
     now = request.now or datetime.now(UTC)
-    cue = parse_time_cue(request.query, now)
-    trace.stages["time_cue"] = None if cue is None else cue.label
-    wants_time = asks_for_time(request.query)
-    trace.stages["answer_type"] = "time" if wants_time else None
-    adjusted = apply_adjustments(
-        kept,
-        now=now,
-        current_project=request.current_project,
-        is_temporal=analysis.is_temporal,
-        time_cue=cue,
-        asks_for_time=wants_time,
-        settings=AdjustSettings(time_cue_boost=settings.time_cue_boost,
-                                time_answer_boost=settings.time_answer_boost,
-                                temporal_strength=settings.temporal_strength),
-    )
+    adjusted = apply_adjustments(kept, now=now, current_project=request.current_project)
+    if settings.experiments:  # stages measured but off by default, switched on by name
+        from cems_cli.retrieval.experiments import Question, run_experiments
+
+        adjusted, trace.stages["experiments"] = run_experiments(
+            settings.experiments, Question(request.query, now), adjusted)
     if settings.superseded_weight < 1.0:
         from cems_cli.retrieval.supersede import apply_supersession
 
@@ -273,7 +262,7 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     trace.lap("assemble")
     results = _results(deps, selected, request, trace, documents)
     if settings.summaries and settings.summary_results:
-        results = _overview(deps, request, query_vector, cue, results, trace)
+        results = _overview(deps, request, query_vector, now, results, trace)
     return results
 
 
@@ -310,7 +299,7 @@ def _overview(
     deps: SearchDeps,
     request: SearchRequest,
     query_vector: Any,
-    cue: Any,
+    now: datetime,
     results: list[SearchResult],
     trace: Trace,
 ) -> list[SearchResult]:
@@ -325,6 +314,9 @@ def _overview(
     # Summaries are personal (their owner's memories, any scope): not for a search of shared memories only.
     if request.category is not None or request.scope == "shared" or not is_overview(request.query):
         return results
+    from cems_cli.retrieval.timecues import parse_time_cue
+
+    cue = parse_time_cue(request.query, now)
     start = cue.start if cue is not None else None
     end = cue.end if cue is not None else None
     topic = overview_topic(request.query)
