@@ -120,6 +120,7 @@ class Trace:
 def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     from cems_cli.store import search as store_search
     from cems_cli.store.lexical import lexical_hits
+    from cems_cli.text.terms import without_project_words
 
     settings = deps.settings
     trace = Trace()
@@ -169,7 +170,7 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
         trace.stages["short_circuited"] = short_circuited
     if mode != "vector":
         lexical_cache[request.query] = lexical_hits(
-            conn, _without_project_words(request.query, request.current_project), filters, depth,
+            conn, without_project_words(request.query, request.current_project), filters, depth,
             settings.phrase_weight,
         )
         signal = _strong_signal(lexical_cache[request.query], settings)
@@ -385,27 +386,6 @@ def _within_budget(first: list[SearchResult], rest: list[SearchResult], budget: 
 
     return assemble_greedy([*first, *rest], count_tokens, budget, limit,
                            text=lambda result: result.snippet or result.content).selected
-
-
-def _without_project_words(query: str, current_project: str | None) -> str:
-    """The query for BM25 without the words of the current project's name: in `billing-worker`, "is the
-    worker alive?" matched every memory that names the project ("In project billing-worker the code is
-    linted with …"), not the one about the Celery worker. Kept whole when nothing else would be left."""
-    import re
-
-    if not current_project:
-        return query
-    name = current_project.removeprefix("project:").lower()
-    own = {w for w in re.split(r"[^a-z0-9]+", name) if len(w) >= 3}
-
-    def bare(word: str) -> str:
-        return re.sub(r"[^a-z0-9]", "", re.sub(r"['’]s\b", "", word.lower()))
-
-    words = query.split()
-    kept = [w for w in words if bare(w) not in own]
-    if len(kept) == len(words) or not any(re.search(r"\w{3,}", w) for w in kept):
-        return query
-    return " ".join(kept)
 
 
 def _captured_elsewhere(cand: Candidate, current_project: str) -> bool:
@@ -654,7 +634,7 @@ def _rerank(
 ) -> list[Candidate]:
     from cems_cli.plugins import DISABLED, RERANKERS, PluginError, RerankItem, load
     from cems_cli.retrieval.rerank_blend import best_snippet, blend_rerank
-    from cems_cli.retrieval.understand import query_terms
+    from cems_cli.text.terms import query_terms
 
     backend = settings.resolved_rerank_backend
     if backend == DISABLED:
@@ -706,8 +686,8 @@ def _results(
 ) -> list[SearchResult]:
     from cems_cli.results import SearchResult
     from cems_cli.retrieval.rerank_blend import best_snippet
-    from cems_cli.retrieval.understand import query_terms
     from cems_cli.store.search import neighbour_chunks
+    from cems_cli.text.terms import query_terms
 
     terms = query_terms(request.query)
     results = []
