@@ -25,17 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 # name -> (what the row changes, environment)
 ROWS: dict[str, tuple[str, dict[str, str]]] = {
     "defaults": ("the defaults", {}),
-    "time_answer": ("no boost for memories that say when, on 'when' questions",
-                    {"CEMS_TIME_ANSWER_BOOST": "0"}),
-    "time_cue": ("no boost for memories recorded at a time the query names",
-                 {"CEMS_TIME_CUE_BOOST": "0"}),
     "session": ("no session context", {"CEMS_SESSION_NEIGHBOUR_WEIGHT": "0", "CEMS_SESSION_WEIGHT": "0"}),
     "coverage": ("BM25 divided by the best match, not a whole-query match", {"CEMS_LEXICAL_COVERAGE": "0"}),
     "phrase": ("no BM25 phrase bonus", {"CEMS_PHRASE_WEIGHT": "0"}),
-    "temporal": ("no recency factor for time-worded questions", {"CEMS_TEMPORAL_STRENGTH": "0"}),
-    "aggregation": ("no MMR assembly for aggregation-worded questions",
-                    {"CEMS_DIVERSE_AGGREGATION": "false"}),
-    "entities": ("entity links on (weight 0.3)", {"CEMS_ENTITY_WEIGHT": "0.3"}),
+    "time_answer": ("experiment on: memories that say when lifted on 'when' questions",
+                    {"CEMS_EXPERIMENTS": "time_answer"}),
+    "time_cue": ("experiment on: memories recorded at a time the query names lifted",
+                 {"CEMS_EXPERIMENTS": "time_cue"}),
 }
 
 

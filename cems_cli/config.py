@@ -11,11 +11,12 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -127,15 +128,12 @@ class Settings(CemsSettingsBase):
     session_window: int = Field(default=defaults.SESSION_WINDOW, ge=0, le=100)
     session_neighbour_weight: float = Field(default=defaults.SESSION_NEIGHBOUR_WEIGHT, ge=0, le=10)
     session_weight: float = Field(default=defaults.SESSION_WEIGHT, ge=0, le=10)
-    entity_weight: float = Field(default=defaults.ENTITY_WEIGHT, ge=0, le=1)
     phrase_weight: float = Field(default=defaults.PHRASE_WEIGHT, ge=0, le=10)
-    time_cue_boost: float = Field(default=defaults.TIME_CUE_BOOST, ge=0, le=10)
-    temporal_strength: float = Field(default=defaults.TEMPORAL_STRENGTH, ge=0, le=1)
-    diverse_aggregation: bool = defaults.DIVERSE_AGGREGATION
-    time_answer_boost: float = Field(default=defaults.TIME_ANSWER_BOOST, ge=0, le=10)
-    entity_top: int = Field(default=defaults.ENTITY_TOP, ge=1, le=50)
     # A memory a newer one of its project says was replaced weighs this much (retrieval/supersede.py).
     superseded_weight: float = Field(default=defaults.SUPERSEDED_WEIGHT, ge=0, le=1)
+    # Ranking stages off by default, switched on by name: CEMS_EXPERIMENTS=time_cue,time_answer
+    # (retrieval/experiments.py). NoDecode: the environment's value is a comma-separated list, not JSON.
+    experiments: Annotated[tuple[str, ...], NoDecode] = defaults.EXPERIMENTS
     # Overview questions get summaries of groups of memories first (cems_cli/summaries.py).
     summaries: bool = defaults.SUMMARIES
     summary_results: int = Field(default=defaults.SUMMARY_RESULTS, ge=0, le=10)
@@ -188,6 +186,25 @@ class Settings(CemsSettingsBase):
         if value not in installed:
             raise ValueError(f"no such embedding backend (installed: {', '.join(sorted(installed))})")
         return value
+
+    @field_validator("experiments", mode="before")
+    @classmethod
+    def _known_experiments(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = value.split(",")
+        if not isinstance(value, (list, tuple)):
+            return value  # the field's own type check refuses it
+        names = tuple(dict.fromkeys(str(n).strip().lower() for n in value if str(n).strip()))
+        if names:
+            # Imported only when one is named: the registry is the one list of names, and a search that
+            # names none loads no experiment.
+            from cems_cli.retrieval.experiments import EXPERIMENTS
+
+            unknown = [n for n in names if n not in EXPERIMENTS]
+            if unknown:
+                known = ", ".join(sorted(EXPERIMENTS))
+                raise ValueError(f"unknown experiment {unknown[0]!r} (known: {known})")
+        return names
 
     @field_validator("user")
     @classmethod

@@ -68,30 +68,14 @@ RRF_EXPANSION_WEIGHT = 1.0
 SESSION_WINDOW = 2  # session context: neighbours within this many places lend score
 SESSION_NEIGHBOUR_WEIGHT = 0.5
 SESSION_WEIGHT = 0.2
-# Entity links (retrieval/entity_graph.py): a memory naming what one of the ENTITY_TOP best candidates names
-# borrows this share of its score (CEMS_ENTITY_WEIGHT). Off: at 0.3 LoCoMo fell from 0.708 / 0.798 to
-# 0.669 / 0.765 (multi-hop R@10 0.409 -> 0.377) and the capture benchmark's noise rose 36% -> 38%
-# (bench/RESULTS.md); the entities are still extracted and stored for the stage and for later use.
-ENTITY_WEIGHT = 0.0
 # BM25's phrase bonus: query terms side by side in a memory add this much of their mean IDF
 # (CEMS_PHRASE_WEIGHT). LoCoMo Recall@10 +0.003 at 1.0 when it was chosen; bench/RESULTS.md has both sets.
 PHRASE_WEIGHT = 1.0
-ENTITY_TOP = 5
-# "What did we decide in March?": memories recorded then weigh 1 + CEMS_TIME_CUE_BOOST. "When did …?":
-# memories that say when weigh 1 + CEMS_TIME_ANSWER_BOOST (0.6 and 0.5 were the values tried). Off by
-# default: each helped LoCoMo alone (R@10 +0.005 and +0.009) and changed nothing on the capture benchmark,
-# and a heuristic stays on only where it helps on more than one data set (bench/heuristics.py,
-# bench/RESULTS.md). LongMemEval's temporal-reasoning questions are the next set to judge them on.
-TIME_CUE_BOOST = 0.0
-TIME_ANSWER_BOOST = 0.0
-# A question worded in time ("last", "after", "recently", a month) can weigh memories by recency: today
-# x(1 + this), very old x(1 - this) (CEMS_TEMPORAL_STRENGTH; 0.1 was tried). An aggregation-worded one
-# ("how many", "each", "all the") can be assembled by MMR across sessions (CEMS_DIVERSE_AGGREGATION). Both
-# off: neither moved LoCoMo (R@10 0.7848 and 0.7847 without them, 0.7850 with) nor the capture benchmark
-# (bench/heuristics.py), and the question classes they key on misfire on coding questions ("why does the row
-# count differ after each migration" reads as temporal and as aggregation).
-TEMPORAL_STRENGTH = 0.0
-DIVERSE_AGGREGATION = False
+# Ranking stages measured but off by default, switched on by name (CEMS_EXPERIMENTS, comma-separated;
+# retrieval/experiments.py maps each name to its stage): `time_cue` ("in March") and `time_answer` ("when
+# did …?") each helped LoCoMo alone (R@10 +0.005, +0.009) and changed nothing on the capture benchmark, and a
+# heuristic is on by default only where it helps on more than one data set (bench/RESULTS.md).
+EXPERIMENTS: tuple[str, ...] = ()
 # A memory that a newer one of the same project says was replaced ("switch the event stream from Kafka to
 # NATS") weighs this much (retrieval/supersede.py; 1.0: off). Measured in bench/RESULTS.md.
 SUPERSEDED_WEIGHT = 0.5

@@ -27,9 +27,8 @@ if TYPE_CHECKING:
 
 LIVE_KEYS = (
     "search_mode", "search_limit", "context_budget", "fusion", "fusion_vector_weight", "lexical_coverage",
-    "hybrid_vector_weight", "session_window", "session_neighbour_weight", "session_weight", "entity_weight",
-    "entity_top", "phrase_weight", "time_cue_boost", "time_answer_boost",
-    "temporal_strength", "diverse_aggregation", "summaries", "summary_results", "superseded_weight", "rrf_k",
+    "hybrid_vector_weight", "session_window", "session_neighbour_weight", "session_weight",
+    "phrase_weight", "summaries", "summary_results", "superseded_weight", "rrf_k",
     "rrf_original_weight", "rrf_expansion_weight", "rerank_backend", "rerank_input_limit",
     "relevance_threshold", "min_similarity", "strong_signal_threshold", "strong_signal_gap",
     "recall_limit", "recall_token_budget", "recall_min_score", "recall_min_relative", "recall_min_similarity",

@@ -48,14 +48,9 @@ def _session(data: Mapping[str, Any]) -> str:
             f"{_n(data.get('session_best'))} → {_n(data.get('score'))}")
 
 
-def _entities(data: Mapping[str, Any]) -> str:
-    shared = ", ".join(map(str, data.get("shared") or []))
-    return (f"via {_short(data.get('via'))} ({shared}), link {_n(data.get('link'))}: "
-            f"{_n(data.get('before'))} → {_n(data.get('score'))}")
-
-
 # The adjustment factors, in the order they multiply; those equal to 1 changed nothing and are left out.
-_FACTORS = ("priority", "time_decay", "pinned", "project", "source", "temporal", "time_cue", "time_answer")
+# The experiments (retrieval/experiments.py) record theirs beside them.
+_FACTORS = ("priority", "time_decay", "pinned", "project", "source", "time_cue", "time_answer")
 
 
 def _adjust(data: Mapping[str, Any]) -> str:
@@ -84,8 +79,7 @@ def _confidence(data: Mapping[str, Any]) -> str:
 
 
 def _assembly(data: Mapping[str, Any]) -> str:
-    mmr = f", mmr {_n(data['mmr'])}" if data.get("mmr") is not None else ""
-    return f"{data.get('tokens')} tokens, phase {data.get('phase')}{mmr}"
+    return f"{data.get('tokens')} tokens, phase {data.get('phase')}"
 
 
 def _dedup(data: Any) -> str:
@@ -124,7 +118,6 @@ _STAGES: dict[str, Callable[[Any], str]] = {
     "fusion": _fusion,
     "rerank": _rerank,
     "session": _session,
-    "entities": _entities,
     "adjust": _adjust,
     "dedup": _dedup,
     "confidence": _confidence,

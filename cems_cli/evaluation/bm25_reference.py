@@ -13,7 +13,6 @@ one turn), and three whole turns would hold most of a project's words.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,13 +24,9 @@ from cems_cli.evaluation.sessions_data import (
     fact_present,
     score_block,
 )
+from cems_cli.text.terms import words as tokens  # the words the search's own query terms are made of
 
 TOP_K = 3
-_TOKEN = re.compile(r"\w+")
-
-
-def tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text.lower())
 
 
 def _text(content: Any) -> str:

@@ -1,5 +1,4 @@
-"""Score adjustments from memory metadata and, for "when" questions, from whether a memory says when
-(seeds 000/003 stage 8, clamped per seed 001 phase 5).
+"""Score adjustments from memory metadata (seeds 000/003 stage 8, clamped per seed 001 phase 5).
 
     score *= priority                        1.0..2.0 (clamped into that range)
     score *= 1 / (1 + days / 60)             days since last_accessed, else created_at; pinned: exempt
@@ -7,12 +6,11 @@
     score *= 1.3 | 0.5 | 0.9                 same project | other project | no project reference
     score *= 0.7                             captured by a trigger (session, observer, tool), not pinned
     score *= 0.85                            stored by the agent (MCP remember), not pinned
-    score *= temporal recency factor         temporal queries only, see `temporal_factor`
-    score *= 1 + time_cue_boost              created within the time the query names (timecues.py)
-    score *= 1 + time_answer_boost           says when, for a question that asks when (answer_type.py)
     score  = clamp(score, 0, 1)
 
 Every factor is recorded in candidate.explain["adjust"]. `now` is a parameter so tests control time.
+Stages measured but off by default (a time the query names, a memory that says when) are experiments
+(retrieval/experiments.py), run after these when named.
 """
 
 from __future__ import annotations
@@ -21,15 +19,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
-from cems_cli import defaults
 from cems_cli.models import AGENT_SOURCE, CAPTURED_SOURCES
-from cems_cli.retrieval.answer_type import states_time
 from cems_cli.retrieval.types import Candidate
-
-if TYPE_CHECKING:
-    from cems_cli.retrieval.timecues import TimeCue
 
 _PROJECT_PREFIX = "project:"
 
@@ -54,15 +46,6 @@ class AdjustSettings:
     agent: float = 0.85
     min_priority: float = 1.0
     max_priority: float = 2.0
-    # Temporal queries: memcity's "recent documents get a small boost, older slightly penalised".
-    # The factor spans 1 - strength (very old) .. 1 + strength (today).
-    temporal_strength: float = defaults.TEMPORAL_STRENGTH
-    temporal_half_days: float = 30.0  # the age at which the factor is exactly 1.0
-    # "What did we decide in March?": memories recorded then. LoCoMo, 264 questions naming a time: see
-    # bench/RESULTS.md.
-    time_cue_boost: float = defaults.TIME_CUE_BOOST
-    # "When did …?": memories that state a time. LoCoMo, 262 "when" questions: see bench/RESULTS.md.
-    time_answer_boost: float = defaults.TIME_ANSWER_BOOST
 
 
 DEFAULT_ADJUST = AdjustSettings()
@@ -80,16 +63,6 @@ def whole_days_between(earlier: datetime, now: datetime) -> int:
 
 def time_decay(days: int, decay_days: float = 60.0) -> float:
     return 1.0 / (1.0 + days / decay_days)
-
-
-def temporal_factor(age_days: int, strength: float = 0.1, half_days: float = 30.0) -> float:
-    """Recency multiplier for temporal queries: (1 - s) + 2s * r with r = 1 / (1 + age / half_days).
-
-    Created today → 1 + s; `half_days` old → 1.0; very old → towards 1 - s. Measured from created_at (when
-    it happened), not last_accessed: a temporal question is about the event, not our reading of it.
-    """
-    recency = 1.0 / (1.0 + age_days / half_days)
-    return (1.0 - strength) + 2.0 * strength * recency
 
 
 def normalised_project(project: str | None) -> str | None:
@@ -141,10 +114,7 @@ def adjust_candidate(
     *,
     now: datetime,
     current_project: str | None = None,
-    is_temporal: bool = False,
     settings: AdjustSettings = DEFAULT_ADJUST,
-    time_cue: TimeCue | None = None,
-    asks_for_time: bool = False,
 ) -> float:
     """Apply every factor to cand.score; records them in cand.explain["adjust"] and returns the new score."""
     base = cand.score if math.isfinite(cand.score) else 0.0
@@ -156,15 +126,7 @@ def adjust_candidate(
     pinned = settings.pinned_boost if cand.pinned else 1.0
     project = project_factor(cand.source_ref, current_project, settings)
     source = _source_factor(cand, settings)
-    age_days = whole_days_between(cand.created_at, now)
-    temporal = (
-        temporal_factor(age_days, settings.temporal_strength, settings.temporal_half_days)
-        if is_temporal
-        else 1.0
-    )
-    cue = 1.0 + settings.time_cue_boost if time_cue is not None and time_cue.matches(cand.created_at) else 1.0
-    answer = 1.0 + settings.time_answer_boost if asks_for_time and states_time(cand.content) else 1.0
-    unclamped = base * priority * decay * pinned * project * source * temporal * cue * answer
+    unclamped = base * priority * decay * pinned * project * source
     cand.score = min(1.0, max(0.0, unclamped))
     cand.explain["adjust"] = {
         "base": base,
@@ -174,9 +136,6 @@ def adjust_candidate(
         "pinned": pinned,
         "project": project,
         "source": source,
-        "temporal": temporal,
-        "time_cue": cue,
-        "time_answer": answer,
         "unclamped": unclamped,
         "score": cand.score,
     }
@@ -188,14 +147,10 @@ def apply_adjustments(
     *,
     now: datetime,
     current_project: str | None = None,
-    is_temporal: bool = False,
     settings: AdjustSettings = DEFAULT_ADJUST,
-    time_cue: TimeCue | None = None,
-    asks_for_time: bool = False,
 ) -> list[Candidate]:
     """Adjust every candidate in place; returns them best first (ties keep their order)."""
     for cand in candidates:
-        adjust_candidate(cand, now=now, current_project=current_project, is_temporal=is_temporal,
-                         settings=settings, time_cue=time_cue, asks_for_time=asks_for_time)
+        adjust_candidate(cand, now=now, current_project=current_project, settings=settings)
     # Rank by the unclamped product: clamping to 1.0 would otherwise tie every strong, boosted memory.
     return sorted(candidates, key=lambda c: -c.explain["adjust"]["unclamped"])

@@ -13,7 +13,7 @@ A leading bracketed stamp ("[8 May 2023] …", "[2024-03-05 14:02] …") and the
 session record are ignored: they record when the memory was written, which created_at already holds and
 time cues already use; they are not the memory saying when.
 
-Stdlib only (`re`): runs on every search, including the hooks' warm path.
+Used by the `time_answer` experiment (retrieval/experiments.py), off by default. Stdlib only (`re`).
 """
 
 from __future__ import annotations

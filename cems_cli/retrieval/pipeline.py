@@ -1,9 +1,9 @@
 """The search orchestrator: every stage of the retrieval seeds, in order, each one skippable.
 
 understand → strong-signal probe → synthesis / decomposition / HyDE → candidate retrieval (vector and
-lexical per query, all variants embedded in one batch) → fusion → session context → entity links (when
-on) → rerank → relevance filter, semantic dedup → score adjustments → confidence → token-budgeted (or MMR)
-assembly → neighbour context.
+lexical per query, all variants embedded in one batch) → fusion → session context → rerank → relevance
+filter, semantic dedup → score adjustments (then the experiments named, retrieval/experiments.py) →
+confidence → token-budgeted assembly → neighbour context.
 
 `vector` mode makes no LLM call and reads one list; `hybrid` runs everything that is configured (no LLM
 means no LLM stages, silently); `auto` lets query understanding choose between the two.
@@ -120,6 +120,7 @@ class Trace:
 def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     from cems_cli.store import search as store_search
     from cems_cli.store.lexical import lexical_hits
+    from cems_cli.text.terms import without_project_words
 
     settings = deps.settings
     trace = Trace()
@@ -169,7 +170,7 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
         trace.stages["short_circuited"] = short_circuited
     if mode != "vector":
         lexical_cache[request.query] = lexical_hits(
-            conn, _without_project_words(request.query, request.current_project), filters, depth,
+            conn, without_project_words(request.query, request.current_project), filters, depth,
             settings.phrase_weight,
         )
         signal = _strong_signal(lexical_cache[request.query], settings)
@@ -206,8 +207,6 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     fused = _fuse(settings, ranked, candidates)
     if mode != "vector" and (settings.session_neighbour_weight or settings.session_weight):
         fused = _session_context(conn, fused, filters, settings)
-    if mode != "vector" and settings.entity_weight:
-        fused = _entity_links(conn, fused, filters, settings)
     trace.lap("fuse")
 
     # 7. Reranking of the head; the tail keeps its fused order below it.
@@ -227,26 +226,15 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     kept = semantic_dedup(head) + kept[len(head) :]
 
     # 9. Score adjustments.
-    from cems_cli.retrieval.adjust import AdjustSettings, apply_adjustments
-    from cems_cli.retrieval.answer_type import asks_for_time
-    from cems_cli.retrieval.timecues import parse_time_cue
+    from cems_cli.retrieval.adjust import apply_adjustments
 
     now = request.now or datetime.now(UTC)
-    cue = parse_time_cue(request.query, now)
-    trace.stages["time_cue"] = None if cue is None else cue.label
-    wants_time = asks_for_time(request.query)
-    trace.stages["answer_type"] = "time" if wants_time else None
-    adjusted = apply_adjustments(
-        kept,
-        now=now,
-        current_project=request.current_project,
-        is_temporal=analysis.is_temporal,
-        time_cue=cue,
-        asks_for_time=wants_time,
-        settings=AdjustSettings(time_cue_boost=settings.time_cue_boost,
-                                time_answer_boost=settings.time_answer_boost,
-                                temporal_strength=settings.temporal_strength),
-    )
+    adjusted = apply_adjustments(kept, now=now, current_project=request.current_project)
+    if settings.experiments:  # stages measured but off by default, switched on by name
+        from cems_cli.retrieval.experiments import Question, run_experiments
+
+        adjusted, trace.stages["experiments"] = run_experiments(
+            settings.experiments, Question(request.query, now), adjusted)
     if settings.superseded_weight < 1.0:
         from cems_cli.retrieval.supersede import apply_supersession
 
@@ -270,13 +258,12 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
         adjusted = [c for c in adjusted if c.confidence >= request.min_confidence]
     trace.lap("filter_adjust")
 
-    # 10. Assembly within the token budget (MMR across sessions for aggregation questions).
-    diverse = settings.diverse_aggregation and analysis.is_aggregation and mode != "vector"
-    selected = _assemble(adjusted, request, settings, diverse=diverse)
+    # 10. Assembly within the token budget.
+    selected = _assemble(adjusted, request, settings)
     trace.lap("assemble")
     results = _results(deps, selected, request, trace, documents)
     if settings.summaries and settings.summary_results:
-        results = _overview(deps, request, query_vector, cue, results, trace)
+        results = _overview(deps, request, query_vector, now, results, trace)
     return results
 
 
@@ -313,7 +300,7 @@ def _overview(
     deps: SearchDeps,
     request: SearchRequest,
     query_vector: Any,
-    cue: Any,
+    now: datetime,
     results: list[SearchResult],
     trace: Trace,
 ) -> list[SearchResult]:
@@ -328,6 +315,9 @@ def _overview(
     # Summaries are personal (their owner's memories, any scope): not for a search of shared memories only.
     if request.category is not None or request.scope == "shared" or not is_overview(request.query):
         return results
+    from cems_cli.retrieval.timecues import parse_time_cue
+
+    cue = parse_time_cue(request.query, now)
     start = cue.start if cue is not None else None
     end = cue.end if cue is not None else None
     topic = overview_topic(request.query)
@@ -396,27 +386,6 @@ def _within_budget(first: list[SearchResult], rest: list[SearchResult], budget: 
 
     return assemble_greedy([*first, *rest], count_tokens, budget, limit,
                            text=lambda result: result.snippet or result.content).selected
-
-
-def _without_project_words(query: str, current_project: str | None) -> str:
-    """The query for BM25 without the words of the current project's name: in `billing-worker`, "is the
-    worker alive?" matched every memory that names the project ("In project billing-worker the code is
-    linted with …"), not the one about the Celery worker. Kept whole when nothing else would be left."""
-    import re
-
-    if not current_project:
-        return query
-    name = current_project.removeprefix("project:").lower()
-    own = {w for w in re.split(r"[^a-z0-9]+", name) if len(w) >= 3}
-
-    def bare(word: str) -> str:
-        return re.sub(r"[^a-z0-9]", "", re.sub(r"['’]s\b", "", word.lower()))
-
-    words = query.split()
-    kept = [w for w in words if bare(w) not in own]
-    if len(kept) == len(words) or not any(re.search(r"\w{3,}", w) for w in kept):
-        return query
-    return " ".join(kept)
 
 
 def _captured_elsewhere(cand: Candidate, current_project: str) -> bool:
@@ -650,19 +619,6 @@ def _session_context(conn, fused: list[Candidate], filters: SearchFilters, setti
     )
 
 
-def _entity_links(conn, fused: list[Candidate], filters: SearchFilters, settings) -> list[Candidate]:
-    """Memories naming what the best candidates name borrow part of their score (entity_graph.py)."""
-    from cems_cli.retrieval.entity_graph import apply_entity_links
-    from cems_cli.store.entities import document_entities, entity_idf
-
-    entities = document_entities(conn, [c.document_id for c in fused])
-    named = sorted({e for c in fused[: settings.entity_top] for e in entities.get(c.document_id, ())})
-    if not named:
-        return fused
-    idf = entity_idf(conn, named, filters.identity, filters.scope)
-    return apply_entity_links(fused, entities, idf, weight=settings.entity_weight, top=settings.entity_top)
-
-
 def _attach_embeddings(conn, candidates: list[Candidate]) -> None:
     """Stored vectors for the few candidates semantic dedup compares (fetched only for them; a memory
     embedded with its context has none to compare, and is always kept)."""
@@ -678,7 +634,7 @@ def _rerank(
 ) -> list[Candidate]:
     from cems_cli.plugins import DISABLED, RERANKERS, PluginError, RerankItem, load
     from cems_cli.retrieval.rerank_blend import best_snippet, blend_rerank
-    from cems_cli.retrieval.understand import query_terms
+    from cems_cli.text.terms import query_terms
 
     backend = settings.resolved_rerank_backend
     if backend == DISABLED:
@@ -702,15 +658,11 @@ def _rerank(
     return reranked + tail
 
 
-def _assemble(
-    candidates: list[Candidate], request: SearchRequest, settings, *, diverse: bool
-) -> list[Candidate]:
-    from cems_cli.retrieval.assemble import assemble_diverse, assemble_greedy
+def _assemble(candidates: list[Candidate], request: SearchRequest, settings) -> list[Candidate]:
+    from cems_cli.retrieval.assemble import assemble_greedy
 
     budget = request.token_budget or settings.context_budget
     counter = _token_counter(candidates, budget)
-    if diverse:
-        return assemble_diverse(candidates, counter, budget, max_results=request.limit).selected
     return assemble_greedy(candidates, counter, budget, max_results=request.limit).selected
 
 
@@ -734,8 +686,8 @@ def _results(
 ) -> list[SearchResult]:
     from cems_cli.results import SearchResult
     from cems_cli.retrieval.rerank_blend import best_snippet
-    from cems_cli.retrieval.understand import query_terms
     from cems_cli.store.search import neighbour_chunks
+    from cems_cli.text.terms import query_terms
 
     terms = query_terms(request.query)
     results = []

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 from cems_cli import defaults
-from cems_cli.retrieval.understand import STOPWORDS
+from cems_cli.text.terms import STOPWORDS
 
 # The most central memories a group summary quotes, and the groups a project summary lists.
 GROUP_QUOTES = 6
@@ -41,6 +41,8 @@ _ENTITY_WEIGHT = 1.5
 # Two gists this alike (shared words / all their words) say the same thing: the second is left out.
 _SAME_GIST = 0.8
 
+# A memory's words for a title, not a query's terms (cems_cli/text/terms.py): a title names files and paths
+# whole ("src/cache.py", "next.config.ts"), and a number alone never makes one.
 _WORD = re.compile(r"[A-Za-z][\w.+#/-]*[\w+#]|[A-Za-z]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
 # A title's words are never the query's stop words, nor the words every captured record says.
@@ -60,7 +62,7 @@ class Member:
     text: str
     created_at: datetime
     source: str | None = None
-    entities: tuple[str, ...] = ()  # what it names (sql/010_entities.sql): the best words for a title
+    entities: tuple[str, ...] = ()  # what it names (cems_entities(), sql/010): the best words for a title
 
 
 @dataclass

@@ -6,8 +6,8 @@ This is what runs when no LLM is configured, and the fallback for every field an
 Routing (auto mode, seed 000 "route_to_strategy"): vector only for simple queries that need no reasoning
 and touch at most one domain; hybrid for moderate/complex, reasoning, 2+ domains, and (seed 000's hybrid
 use cases) preference queries. We also send to hybrid:
-- temporal and aggregation queries: they need the date-aware expansions and the multi-session assembly
-  that only the hybrid path runs;
+- temporal and aggregation queries: they need the date-aware expansions and the session context that
+  only the hybrid path runs;
 - queries naming an entity (identifier, path, quoted text, proper name): exact strings are what the
   lexical stream finds and embeddings blur (on LoCoMo BM25 alone beats MiniLM cosine, 0.453 vs 0.331).
 """
@@ -27,6 +27,7 @@ from cems_cli.retrieval.types import (
     QueryAnalysis,
     Route,
 )
+from cems_cli.text.terms import name_tokens, query_terms, words
 
 # ---------------------------------------------------------------------------------------------- domains
 # Each keyword belongs to one domain only, so "2+ domains" really means the query spans areas.
@@ -70,7 +71,6 @@ _DOMAIN_PHRASES: dict[str, tuple[str, ...]] = {
     "devops": ("github actions", "docker compose"),
     "security": ("api key", "access token"),
 }
-_TOKEN = re.compile(r"[a-z0-9]+(?:[.+#-][a-z0-9]+)*")
 
 # ---------------------------------------------------------------------------------------------- signals
 _TEMPORAL = re.compile(
@@ -193,31 +193,14 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n])[\s\"'(\[]*$")
 _NOT_ENTITIES = frozenset({"e.g", "i.e", "etc", "vs"})
 _TRAILING_PUNCT = ".,;:!?)]}"
 
-STOPWORDS = frozenset(
-    "a an and are as at be been but by can could did do does for from had has have how i if in into is "
-    "it its me my of on or our should so than that the their them then there these this to was we were "
-    "what when where which who why will with would you your".split()
-)
-
-
-def query_terms(query: str) -> list[str]:
-    """Lower-cased content words of a query, in order, without duplicates or stop words."""
-    seen: dict[str, None] = {}
-    for token in re.findall(r"\w+", query.lower()):
-        if len(token) >= 2 and token not in STOPWORDS:
-            seen.setdefault(token, None)
-    return list(seen)
-
-
 def detect_domains(query: str) -> list[str]:
     text = query.lower()
-    # Whole tokens ("next.js", "front-end") and their parts ("docker-compose" → "docker").
-    tokens = set(_TOKEN.findall(text))
-    tokens |= {part for token in tokens for part in re.split(r"[.+#-]", token)}
+    # Whole names ("next.js", "front-end") and their parts ("docker-compose" → "docker").
+    tokens = name_tokens(text)
     found = []
-    for domain, words in _DOMAIN_WORDS.items():
+    for domain, keywords in _DOMAIN_WORDS.items():
         phrases = _DOMAIN_PHRASES.get(domain, ())
-        if tokens & words or any(re.search(rf"\b{re.escape(p)}\b", text) for p in phrases):
+        if tokens & keywords or any(re.search(rf"\b{re.escape(p)}\b", text) for p in phrases):
             found.append(domain)
     return found
 
@@ -287,8 +270,8 @@ def _reasoning_and_complexity(
     ordering = is_temporal and bool(_ORDERING.search(text)) and bool(_CHOICE.search(text))
     requires_reasoning = comparison or why or several_questions or ordering or is_aggregation
 
-    words = len(re.findall(r"\w+", text))
-    points = (2 if words > 20 else 1 if words > 10 else 0) + (1 if len(domains) >= 2 else 0)
+    count = len(words(text))
+    points = (2 if count > 20 else 1 if count > 10 else 0) + (1 if len(domains) >= 2 else 0)
     points += 2 if comparison else 0
     points += sum(1 for flag in (why, several_questions, ordering, is_aggregation) if flag)
     complexity: Complexity = "simple" if points == 0 else "moderate" if points <= 2 else "complex"

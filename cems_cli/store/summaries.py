@@ -69,7 +69,7 @@ def project_members(conn: psycopg.Connection, user: str) -> dict[str, tuple[list
         f"  WHERE d.user_id = %(user)s AND d.category <> 'rules' AND {live_clause()}) ranked "
         "  WHERE n <= %(latest)s) "
         f"SELECT d.id, d.category, d.content, d.created_at, d.source, {_PROJECT} AS project, "
-        "d.entities, avg(c.embedding) AS vector "
+        "cems_entities(d.content) AS entities, avg(c.embedding) AS vector "
         "FROM latest JOIN memory_documents d ON d.id = latest.id "
         "JOIN memory_chunks c ON c.document_id = d.id "
         # Ties (the memories one turn left) in the order of their text, not of their random ids: the same

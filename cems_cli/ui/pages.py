@@ -277,7 +277,8 @@ class _Pages:
         return await stream(self.viewer, request)
 
 
-_FACTORS = ("priority", "time_decay", "pinned", "project", "source", "temporal", "time_cue", "time_answer")
+# The adjustments' factors, then those of the experiments (retrieval/experiments.py), when named.
+_FACTORS = ("priority", "time_decay", "pinned", "project", "source", "time_cue", "time_answer")
 
 
 def _explain(result: Any) -> dict[str, Any]:

@@ -261,19 +261,25 @@ def test_a_when_question_lifts_the_memories_that_say_when(cli, tmp_path):
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert cli("import", str(path)).code == 0
 
-    # Off by default (it helped LoCoMo alone); switched on the way a user would.
+    # An experiment, off by default (it helped LoCoMo alone); switched on by name the way a user would.
     result = cli("search", "When did we move the session cache to Redis?", "--explain", "--json",
-                 extra_env={"CEMS_TIME_ANSWER_BOOST": "0.5"})
+                 extra_env={"CEMS_EXPERIMENTS": "time_answer"})
     assert result.code == 0, result.stderr
     results = result.json()["results"]
-    assert results[0]["explain"]["pipeline"]["stages"]["answer_type"] == "time"
-    factors = {r["content"]: r["explain"]["adjust"]["time_answer"] for r in results}
+    assert results[0]["explain"]["pipeline"]["stages"]["experiments"] == {"time_answer": "time"}
+    factors = {r["content"]: r["explain"]["adjust"].get("time_answer", 1.0) for r in results}
     assert factors == {lines[0]["content"]: pytest.approx(1.5), lines[1]["content"]: 1.0}
 
-    result = cli("search", "where does the session cache live?", "--explain", "--json")
+    # Not named: the stage neither runs nor leaves a trace.
+    result = cli("search", "When did we move the session cache to Redis?", "--explain", "--json",
+                 extra_env={"CEMS_EXPERIMENTS": ""})
     results = result.json()["results"]
-    assert results[0]["explain"]["pipeline"]["stages"]["answer_type"] is None
-    assert {r["explain"]["adjust"]["time_answer"] for r in results} == {1.0}
+    assert "experiments" not in results[0]["explain"]["pipeline"]["stages"]
+    assert all("time_answer" not in r["explain"]["adjust"] for r in results)
+
+    result = cli("search", "anything", "--json", extra_env={"CEMS_EXPERIMENTS": "time_answer,nope"})
+    assert result.code != 0
+    assert "CEMS_EXPERIMENTS: unknown experiment 'nope'" in result.stderr
 
 
 def test_a_search_asked_at_a_given_moment_counts_time_from_it(env):

@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cems_cli.retrieval.adjust import AdjustSettings, apply_adjustments
+from cems_cli.retrieval.adjust import apply_adjustments
 from cems_cli.retrieval.answer_type import asks_for_time, states_time
+from cems_cli.retrieval.experiments import Question, run_experiments
 from cems_cli.retrieval.types import Candidate
 
 NOW = datetime(2026, 11, 22, 15, 0, tzinfo=UTC)
@@ -67,22 +68,21 @@ def candidate(doc_id: str, content: str, score: float) -> Candidate:
 def test_a_memory_that_says_when_rises_for_a_when_question_only():
     says = candidate("says", "Moved the cache to Redis last Friday.", 0.40)
     silent = candidate("silent", "Redis cache settings: maxmemory 2gb, allkeys-lru.", 0.50)
-    boosted = AdjustSettings(time_answer_boost=0.5)
-    ranked = apply_adjustments([silent, says], now=NOW, asks_for_time=True, settings=boosted)
+    adjusted = apply_adjustments([silent, says], now=NOW)
+    asked = Question("When did we move the cache?", NOW)
+    ranked, reported = run_experiments(["time_answer"], asked, adjusted)
     assert [c.document_id for c in ranked] == ["says", "silent"]
+    assert reported == {"time_answer": "time"}
     assert says.explain["adjust"]["time_answer"] == pytest.approx(1.5)
-    assert silent.explain["adjust"]["time_answer"] == 1.0
+    assert says.score == pytest.approx(0.40 * 1.1 * 1.5)  # pinned 1.1, then the experiment's factor
+    assert "time_answer" not in silent.explain["adjust"]
 
     says.score, silent.score = 0.40, 0.50
-    ranked = apply_adjustments([silent, says], now=NOW, settings=boosted)
+    adjusted = apply_adjustments([silent, says], now=NOW)
+    ranked, reported = run_experiments(["time_answer"], Question("Where is the cache?", NOW), adjusted)
     assert [c.document_id for c in ranked] == ["silent", "says"]
-    assert says.explain["adjust"]["time_answer"] == 1.0
-
-    # Off by default (it helped LoCoMo alone: bench/RESULTS.md).
-    says.score, silent.score = 0.40, 0.50
-    ranked = apply_adjustments([silent, says], now=NOW, asks_for_time=True)
-    assert [c.document_id for c in ranked] == ["silent", "says"]
-    assert says.explain["adjust"]["time_answer"] == 1.0
+    assert reported == {"time_answer": None}
+    assert "time_answer" not in says.explain["adjust"]
 
 
 def test_a_captured_session_records_header_is_not_the_memory_saying_when():

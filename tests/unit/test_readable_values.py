@@ -10,7 +10,7 @@ EXPLAIN = {
                "lexical": 0.25, "vector": 0.6123, "score": 0.43},
     "rerank": {"rank": 2, "fused": 0.43, "rerank": 0.9, "w_fused": 0.7, "w_rerank": 0.3, "score": 0.571},
     "adjust": {"base": 0.571, "priority": 1.0, "days_since_access": 3.2, "time_decay": 0.98, "pinned": 1.0,
-               "project": 1.3, "source": 1.0, "temporal": 1.0, "time_cue": 1.0, "time_answer": 1.0,
+               "project": 1.3, "source": 1.0,
                "unclamped": 0.727, "score": 0.727,
                "superseded_by": {"id": "1a2b3c4d-0000", "replaced": ["kafka"], "cosine": 0.8, "weight": 0.5}},
     "chunk_index": 0,

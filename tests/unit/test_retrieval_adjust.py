@@ -1,4 +1,4 @@
-"""Score adjustments: priority, time decay, pinning, project scoping, temporal recency, clamping."""
+"""Score adjustments: priority, time decay, pinning, project scoping, source, clamping."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from cems_cli.retrieval.adjust import (
     adjust_candidate,
     apply_adjustments,
     project_factor,
-    temporal_factor,
     time_decay,
     whole_days_between,
 )
@@ -84,32 +83,14 @@ def test_project_factor_without_current_project():
     assert project_factor(None, "  ") == 1.0
 
 
-def test_temporal_factor_values():
-    assert temporal_factor(0) == pytest.approx(1.1)  # 0.9 + 0.2 * 1
-    assert temporal_factor(30) == pytest.approx(1.0)  # 0.9 + 0.2 * 0.5
-    assert temporal_factor(90) == pytest.approx(0.95)  # 0.9 + 0.2 * 0.25
-
-
-def test_temporal_boost_uses_event_age_only_for_temporal_queries():
-    # Created 90 days ago, read today: decay 1.0; temporal factor 0.95 → 0.5 * 0.95 = 0.475.
-    recency = AdjustSettings(temporal_strength=0.1)
-    assert adjust_candidate(cand(score=0.5, age_days=90, accessed_days=0), now=NOW, is_temporal=True,
-                            settings=recency) == pytest.approx(0.475)
-    assert adjust_candidate(cand(score=0.5, age_days=90, accessed_days=0), now=NOW,
-                            settings=recency) == pytest.approx(0.5)
-    # Off by default (it moved neither data set: bench/RESULTS.md).
-    assert adjust_candidate(cand(score=0.5, age_days=90, accessed_days=0), now=NOW,
-                            is_temporal=True) == pytest.approx(0.5)
-
-
 def test_all_factors_multiply_and_are_recorded():
     # 0.5 * priority 1.2 * decay(30) 2/3 * project 0.5 = 0.2
     c = cand(score=0.5, age_days=30, priority=1.2, source_ref="project:other/repo")
     assert adjust_candidate(c, now=NOW, current_project="project:acme/web") == pytest.approx(0.2)
     assert c.explain["adjust"] == {
         "base": 0.5, "priority": 1.2, "days_since_access": 30, "time_decay": pytest.approx(2 / 3),
-        "pinned": 1.0, "project": 0.5, "source": 1.0, "temporal": 1.0, "time_cue": 1.0,
-        "time_answer": 1.0, "unclamped": pytest.approx(0.2), "score": pytest.approx(0.2),
+        "pinned": 1.0, "project": 0.5, "source": 1.0, "unclamped": pytest.approx(0.2),
+        "score": pytest.approx(0.2),
     }
 
 

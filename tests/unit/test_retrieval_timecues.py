@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cems_cli.retrieval.adjust import AdjustSettings, apply_adjustments
+from cems_cli.retrieval.adjust import apply_adjustments
+from cems_cli.retrieval.experiments import Question, run_experiments
 from cems_cli.retrieval.timecues import parse_time_cue
 from cems_cli.retrieval.types import Candidate
 
@@ -56,21 +57,20 @@ def test_no_cue(query):
     assert parse_time_cue(query, NOW) is None
 
 
-def test_matching_memories_are_boosted_in_adjustments():
+def test_matching_memories_are_boosted_by_the_time_cue_experiment():
     def cand(doc_id: str, created: datetime) -> Candidate:
         # pinned: no time decay to muddle the comparison
         return Candidate(document_id=doc_id, chunk_id=doc_id, chunk_index=0, content=doc_id,
                          category="general", created_at=created, score=0.5, pinned=True)
 
     inside, outside = cand("in", at(2023, 10, 14)), cand("out", at(2023, 6, 1))
-    cue = parse_time_cue("on October 13, 2023", NOW)
-    ranked = apply_adjustments([outside, inside], now=NOW, time_cue=cue,
-                               settings=AdjustSettings(time_cue_boost=0.6))
+    adjusted = apply_adjustments([outside, inside], now=NOW)
+    assert "time_cue" not in inside.explain["adjust"]  # off by default (bench/RESULTS.md)
+    ranked, reported = run_experiments(["time_cue"], Question("on October 13, 2023", NOW), adjusted)
     assert [c.document_id for c in ranked] == ["in", "out"]
+    assert reported == {"time_cue": "October 13, 2023"}
     assert inside.explain["adjust"]["time_cue"] == pytest.approx(1.6)
-    assert outside.explain["adjust"]["time_cue"] == 1.0
-    apply_adjustments([outside, inside], now=NOW, time_cue=cue)  # off by default (bench/RESULTS.md)
-    assert inside.explain["adjust"]["time_cue"] == 1.0
+    assert "time_cue" not in outside.explain["adjust"]
 
 
 @pytest.mark.parametrize(
