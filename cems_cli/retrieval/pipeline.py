@@ -198,7 +198,8 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     trace.stages["queries"] = [{"name": v.name, "text": v.text, "original": v.is_original} for v in variants]
     trace.lap("retrieve")
 
-    candidates, ranked, documents = _build_candidates(conn, chunk_lists, query_vector)
+    candidates, ranked, documents = _build_candidates(conn, chunk_lists, query_vector,
+                                                      restricted=filters.identity.restricted)
     if not candidates:
         trace.lap("assemble")
         return []
@@ -222,7 +223,7 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     kept = [c for c in kept if has_evidence(c, min_similarity)]
     # Near-duplicates can only crowd the results that will be shown: compare the head, keep the rest.
     head = kept[: max(request.limit * DEDUP_WINDOW_FACTOR, 10)]
-    _attach_embeddings(conn, head)
+    _attach_embeddings(conn, head, restricted=filters.identity.restricted)
     kept = semantic_dedup(head) + kept[len(head) :]
 
     # 9. Score adjustments.
@@ -497,7 +498,8 @@ def _preference_profile(deps: SearchDeps, filters: SearchFilters) -> list[str]:
     probe = lexical_hits(
         deps.conn, "I prefer like use always usually favorite", replace(filters, category="preferences"), 8
     )
-    documents = fetch_documents(deps.conn, [h.document_id for h in probe])
+    documents = fetch_documents(deps.conn, [h.document_id for h in probe],
+                                restricted=filters.identity.restricted)
     return [documents[h.document_id].content[:200] for h in probe if h.document_id in documents][:5]
 
 
@@ -512,7 +514,7 @@ def _best_per_document(hits: list[ChunkHit]) -> list[ChunkHit]:
 
 
 def _build_candidates(
-    conn, chunk_lists, query_vector
+    conn, chunk_lists, query_vector, *, restricted: bool = False
 ) -> tuple[dict[str, Candidate], list[RankedList], dict[str, MemoryRecord]]:
     """One candidate per document (its chunk closest to the query), one ranked list per retrieval, and the
     candidates' documents."""
@@ -535,7 +537,8 @@ def _build_candidates(
                 full_match=hits[0].full_match if kind == "lexical" and hits else None,
             )
         )
-    documents, chunks = fetch_candidates(conn, [c for ids in chunk_ids.values() for c in ids], query_vector)
+    documents, chunks = fetch_candidates(conn, [c for ids in chunk_ids.values() for c in ids], query_vector,
+                                          restricted=restricted)
     candidates: dict[str, Candidate] = {}
     for doc_id, ids in chunk_ids.items():
         record = documents.get(doc_id)
@@ -619,12 +622,12 @@ def _session_context(conn, fused: list[Candidate], filters: SearchFilters, setti
     )
 
 
-def _attach_embeddings(conn, candidates: list[Candidate]) -> None:
+def _attach_embeddings(conn, candidates: list[Candidate], *, restricted: bool = False) -> None:
     """Stored vectors for the few candidates semantic dedup compares (fetched only for them; a memory
     embedded with its context has none to compare, and is always kept)."""
     from cems_cli.store.search import fetch_embeddings
 
-    vectors = fetch_embeddings(conn, [c.chunk_id for c in candidates])
+    vectors = fetch_embeddings(conn, [c.chunk_id for c in candidates], restricted=restricted)
     for cand in candidates:
         cand.embedding = vectors.get(cand.chunk_id)
 
@@ -699,7 +702,8 @@ def _results(
         if cand.content != record.content:  # a chunk of a longer memory: its neighbours are context
             context = [
                 text
-                for index, text in neighbour_chunks(deps.conn, cand.document_id, cand.chunk_index)
+                for index, text in neighbour_chunks(deps.conn, cand.document_id, cand.chunk_index,
+                                                          restricted=deps.identity.restricted)
                 if index != cand.chunk_index
             ]
         explain = {k: v for k, v in cand.explain.items()} if request.explain else {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import weakref
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -69,6 +68,15 @@ def prepare_session(conn: psycopg.Connection) -> None:
 def vector_hits(
     conn: psycopg.Connection, query_vector: np.ndarray, filters: SearchFilters, limit: int
 ) -> list[ChunkHit]:
+    if filters.identity.restricted:
+        # A member of a team server: through the function (sql/017_member_reads.sql), which reads as the
+        # tables' owner and returns only what the member may read; its plan is not the member's to see.
+        rows = conn.execute(
+            "SELECT id, document_id, chunk_index, similarity FROM cems_vector_hits(%s, %s, %s, %s, %s, %s)",
+            (query_vector, limit, filters.scope, filters.identity.team, filters.category or None,
+             filters.project or None),
+        ).fetchall()
+        return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3])) for r in rows]
     where, params = filter_clause(filters)
     params.update(q=query_vector, limit=limit)
     sql = (
@@ -76,91 +84,45 @@ def vector_hits(
         "FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
         f"WHERE {where} ORDER BY c.embedding <=> %(q)s LIMIT %(limit)s"
     )
-    rows = None
-    if filters.identity.restricted and _steer_to_hnsw(conn, filters):
-        rows = _hnsw_rows(conn, sql, params)
-        if len(rows) < limit:  # the filters were narrower than they looked: let the planner choose
-            rows = None
-    if rows is None:
-        rows = conn.execute(sql, params).fetchall()
+    rows = conn.execute(sql, params).fetchall()
     return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3])) for r in rows]
 
 
-# Row-level security and the HNSW index. Under the policies every table carries its own visibility filter
-# besides the query's, and the planner, not knowing they select the same rows, multiplies their
-# selectivities: at 100k memories it expected 1.7k visible documents of a user's 19k, so sorting the exact
-# distances of "a few" looked cheaper than the index, and took 100 ms instead of 6 (bench/rls_latency.py).
-# When enough chunks are visible for the iterative HNSW scan to fill the LIMIT well within its budget
-# (hnsw.max_scan_tuples, 20k), a restricted session takes the index plan; below that the exact sort over the
-# few visible rows is the fast and complete one, and the planner keeps choosing. The test is a bounded count,
-# kept a minute per connection. Sessions the policies do not apply to (the embedded store) are not asked.
-HNSW_STEER_MIN_CHUNKS = 5_000  # below this many chunks in all, the exact sort takes a few ms anyway
-HNSW_STEER_MIN_VISIBLE = 1_000  # the exact sort of ~2k visible chunks took 5.5 ms, the index 3 (10k memories)
-HNSW_STEER_MIN_SHARE = 0.01  # 4x what 50 results need from a 20k-tuple iterative scan
-_STEER_SECONDS = 60.0
-_STEER: weakref.WeakKeyDictionary[psycopg.Connection, tuple[float, bool]] = weakref.WeakKeyDictionary()
+# A member of a team server reads memories and chunks through functions that return only what they may read
+# (sql/017_member_reads.sql); everyone else reads the tables. The same columns either way.
+def _documents_from(restricted: bool, ids: str) -> str:
+    return f"cems_documents({ids}) d" if restricted else "memory_documents d"
 
 
-def _steer_to_hnsw(conn: psycopg.Connection, filters: SearchFilters) -> bool:
-    if filters.project or filters.category:
-        return False  # narrower than the visible set: the planner's estimate of them is the better guide
-    now = time.monotonic()
-    cached = _STEER.get(conn)
-    if cached is not None and cached[0] > now:
-        return cached[1]
-    row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'memory_chunks'::regclass").fetchone()
-    total = max(float(row[0]) if row else 0.0, 0.0)
-    steer = False
-    if total >= HNSW_STEER_MIN_CHUNKS:
-        need = max(HNSW_STEER_MIN_VISIBLE, int(total * HNSW_STEER_MIN_SHARE))
-        found = conn.execute(
-            "SELECT count(*) FROM (SELECT 1 FROM memory_chunks LIMIT %s) visible", (need,)
-        ).fetchone()
-        steer = bool(found and found[0] >= need)
-    _STEER[conn] = (now + _STEER_SECONDS, steer)
-    return steer
-
-
-def _hnsw_rows(conn: psycopg.Connection, sql: str, params: dict[str, Any]) -> list[Any]:
-    """`sql` with sorting disabled, so the ordered HNSW scan is the plan: SET, query and RESET go in one
-    round trip (a pipeline). The query has its own statement text: psycopg prepares repeated statements,
-    and a plan cached with sorting off must not serve the other path."""
-    try:
-        with conn.pipeline():
-            conn.execute("SET enable_sort = off")
-            cursor = conn.execute("/* hnsw */ " + sql, params)
-            conn.execute("RESET enable_sort")
-        return cursor.fetchall()
-    except psycopg.Error:
-        # The pipeline stopped at the failed query, before the RESET. In a transaction, its rollback undoes
-        # the SET; otherwise the SET was committed on its own and is undone here.
-        if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
-            conn.execute("RESET enable_sort")
-        raise
-
-
-def fetch_documents(conn: psycopg.Connection, document_ids: Sequence[str]) -> dict[str, MemoryRecord]:
+def fetch_documents(conn: psycopg.Connection, document_ids: Sequence[str], *,
+                    restricted: bool = False) -> dict[str, MemoryRecord]:
     if not document_ids:
         return {}
     rows = conn.execute(
-        f"SELECT {document_columns()} FROM memory_documents d WHERE d.id = ANY(%s::uuid[])",
-        (list(document_ids),),
+        f"SELECT {document_columns()} FROM {_documents_from(restricted, '%(ids)s::uuid[]')} "
+        "WHERE d.id = ANY(%(ids)s::uuid[])",
+        {"ids": list(document_ids)},
     ).fetchall()
     return {str(r[0]): MemoryRecord.from_row(r) for r in rows}
 
 
 def fetch_candidates(
-    conn: psycopg.Connection, chunk_ids: Sequence[str], query_vector: np.ndarray
+    conn: psycopg.Connection, chunk_ids: Sequence[str], query_vector: np.ndarray, *, restricted: bool = False
 ) -> tuple[dict[str, MemoryRecord], dict[str, tuple[str, float]]]:
     """In one round trip: the documents of the given chunks, and chunk id → (content, cosine similarity to
     the query), computed by the server (no vectors travel)."""
     if not chunk_ids:
         return {}, {}
-    rows = conn.execute(
-        f"SELECT c.id, c.content, 1 - (c.embedding <=> %s), {document_columns()} "
-        "FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id WHERE c.id = ANY(%s::uuid[])",
-        (query_vector, list(chunk_ids)),
-    ).fetchall()
+    if restricted:
+        sql = (f"WITH c AS MATERIALIZED (SELECT * FROM cems_chunks(%(ids)s::uuid[])) "
+               f"SELECT c.id, c.content, 1 - (c.embedding <=> %(q)s), {document_columns()} FROM c "
+               "JOIN cems_documents((SELECT array_agg(DISTINCT document_id) FROM c)) d "
+               "ON d.id = c.document_id")
+    else:
+        sql = (f"SELECT c.id, c.content, 1 - (c.embedding <=> %(q)s), {document_columns()} "
+               "FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
+               "WHERE c.id = ANY(%(ids)s::uuid[])")
+    rows = conn.execute(sql, {"q": query_vector, "ids": list(chunk_ids)}).fetchall()
     documents: dict[str, MemoryRecord] = {}
     chunks: dict[str, tuple[str, float]] = {}
     for row in rows:
@@ -177,16 +139,18 @@ def as_array(value) -> np.ndarray:
     return np.asarray(to_numpy() if to_numpy else value, dtype=np.float32)
 
 
-def fetch_embeddings(conn: psycopg.Connection, chunk_ids: Sequence[str]) -> dict[str, np.ndarray]:
+def fetch_embeddings(conn: psycopg.Connection, chunk_ids: Sequence[str], *,
+                     restricted: bool = False) -> dict[str, np.ndarray]:
     """chunk id → stored embedding of its text alone, in binary (parsing 384 floats from text per row is the
     slow part). Chunks embedded with a context are left out: their vector mixes in the surrounding text,
     so two neighbours that quote each other would look like duplicates (seen on LoCoMo: adjacent turns)."""
     if not chunk_ids:
         return {}
+    chunks = "cems_chunks(%(ids)s::uuid[])" if restricted else "memory_chunks"
     with conn.cursor(binary=True) as cur:
         rows = cur.execute(
-            "SELECT id, embedding FROM memory_chunks WHERE id = ANY(%s::uuid[]) AND context IS NULL",
-            (list(chunk_ids),),
+            f"SELECT id, embedding FROM {chunks} WHERE id = ANY(%(ids)s::uuid[]) AND context IS NULL",
+            {"ids": list(chunk_ids)},
         ).fetchall()
     return {str(r[0]): as_array(r[1]) for r in rows}
 
@@ -218,10 +182,13 @@ def session_positions(
     return {(str(r[0]), r[1]): int(r[2]) for r in rows}
 
 
-def neighbour_chunks(conn: psycopg.Connection, document_id: str, chunk_index: int) -> list[tuple[int, str]]:
-    rows = conn.execute(
-        "SELECT chunk_index, content FROM memory_chunks WHERE document_id = %s "
-        "AND chunk_index BETWEEN %s AND %s ORDER BY chunk_index",
-        (document_id, chunk_index - 1, chunk_index + 1),
-    ).fetchall()
+def neighbour_chunks(conn: psycopg.Connection, document_id: str, chunk_index: int, *,
+                     restricted: bool = False) -> list[tuple[int, str]]:
+    params = {"document": document_id, "from": chunk_index - 1, "to": chunk_index + 1}
+    if restricted:
+        sql = "SELECT chunk_index, content FROM cems_document_chunks(%(document)s, %(from)s, %(to)s)"
+    else:
+        sql = ("SELECT chunk_index, content FROM memory_chunks WHERE document_id = %(document)s "
+               "AND chunk_index BETWEEN %(from)s AND %(to)s")
+    rows = conn.execute(sql + " ORDER BY chunk_index", params).fetchall()
     return [(r[0], r[1]) for r in rows]

@@ -362,3 +362,49 @@ def test_explain_does_not_tell_which_hidden_ids_exist(world):
                 continue  # no read of the table at all: nothing to observe
             # "Rows Removed by Filter: 1" for alice's row, nothing for an id no row has.
             assert there == not_there, (probe, there, not_there)
+
+
+def test_the_search_read_functions_return_only_what_the_member_may_read(world):
+    word = _word()
+    personal = world.ok(world.alice, "remember", f"alice's personal {word} note")["id"]
+    red = world.ok(world.alice, "remember", f"red's shared {word} note", "--scope", "shared",
+                   team=world.red)["id"]
+    blue = world.ok(world.bob, "remember", f"blue's shared {word} note", "--scope", "shared",
+                    team=world.blue)["id"]
+    everything = [personal, red, blue]
+    chunks = [str(r[0]) for r in world.admin.execute(
+        "SELECT id FROM memory_chunks WHERE document_id = ANY(%s::uuid[])", (everything,))]
+    # What each may read of the three, however it asks (crafted scope and team arguments too).
+    for role, readable in ((world.alice, {personal, red}), (world.bob, {red, blue})):
+        with world.connect(role) as conn:
+            documents = {str(r[0]) for r in conn.execute("SELECT id FROM cems_documents(%s::uuid[])",
+                                                         (everything,))}
+            assert documents == readable
+            of_chunks = {str(r[0]) for r in conn.execute("SELECT document_id FROM cems_chunks(%s::uuid[])",
+                                                         (chunks,))}
+            assert of_chunks == readable
+            near = set()
+            for team in (world.red, world.blue, None):
+                for scope in ("personal", "shared", "both"):
+                    near |= {str(r[0]) for r in conn.execute(
+                        "SELECT document_id FROM cems_vector_hits(%s::vector, 10000, %s, %s)",
+                        (VECTOR, scope, team))}
+            assert near & set(everything) == readable
+            for document in everything:
+                neighbours = conn.execute("SELECT count(*) FROM cems_document_chunks(%s, -1000, 1000)",
+                                          (document,)).fetchone()[0]
+                assert (neighbours > 0) == (document in readable)
+            # Nonsense is refused in one line, not run: no scope, no limit, or more than the cap.
+            for scope, limit in (("everyone", 10), (None, 10), ("both", None), ("both", 0), ("both", 10001)):
+                with pytest.raises(psycopg.errors.InvalidParameterValue):
+                    conn.execute("SELECT * FROM cems_vector_hits(%s::vector, %s, %s)", (VECTOR, limit, scope))
+            with pytest.raises(psycopg.errors.InvalidParameterValue):
+                conn.execute("SELECT * FROM cems_documents(array_fill(gen_random_uuid(), ARRAY[10001]))")
+            # The plan shows a function scan: a hidden id looks like one no row has.
+            hidden = (set(everything) - readable).pop()
+            plans = {_counts(conn, "SELECT * FROM cems_documents(ARRAY[{}]::uuid[])", value)
+                     for value in (hidden, str(uuid.uuid4()))}
+            assert len(plans) == 1 and "memory_documents" not in plans.pop()
+    # A member's search goes through them and finds what it found before.
+    results = world.ok(world.bob, "search", word, "--mode", "vector", team=world.red)["results"]
+    assert {r["id"] for r in results} & set(everything) == {red, blue}

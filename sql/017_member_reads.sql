@@ -1,0 +1,122 @@
+-- Search reads for members through functions (issue 27, item 1: reads, second step).
+--
+-- A member who may SELECT the tables learns which hidden ids exist: the id test (uuid_eq) is LEAKPROOF, so
+-- it runs before the policy, and EXPLAIN ANALYZE shows "Rows Removed by Filter: 1" for a row the member
+-- cannot read and nothing for an id no row has. The way out is that members read memory data only through
+-- SECURITY DEFINER functions, whose plans they never see. These are the reads of a search: the nearest
+-- chunks by vector, the chunks and memories of its candidates. The application calls them for members of a
+-- team server (store/search.py); the table grants stay until every read and write a member runs has its
+-- function.
+--
+-- Each function returns only what the caller may read: their own rows, and the shared rows of their teams
+-- (the policies' test, written out, on the chunks' owner columns the trigger copies from their memory).
+-- Identity comes from session_user (cems_user), never from an argument. Sizes are bounded.
+
+-- The `p_limit` chunks nearest to `p_query`, among the live memories the caller may read that match the
+-- application's filters (store/search.py filter_clause): scope ('personal', 'shared' or 'both'; shared of
+-- p_team or the caller's own), category (none: anything but rules), project (store/memories.py
+-- project_clause). As the owner, the filters are the only ones the planner sees, so the ordered HNSW scan is
+-- chosen as for a single user's store (under the policies the planner multiplied the selectivities of two
+-- filters of the same rows and, at 100k memories, sorted exact distances instead: 100 ms, not 6). Planned per call with the arguments
+-- as constants (plan_cache_mode): a generic plan would keep every optional filter and guess at them all.
+CREATE FUNCTION {{SCHEMA}}.cems_vector_hits(p_query vector, p_limit integer, p_scope text DEFAULT 'both',
+                                            p_team text DEFAULT NULL, p_category text DEFAULT NULL,
+                                            p_project text DEFAULT NULL)
+RETURNS TABLE (id uuid, document_id uuid, chunk_index integer, similarity double precision)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp
+SET plan_cache_mode = force_custom_plan ROWS 50 AS $$
+DECLARE
+    me    text := {{SCHEMA}}.cems_user();
+    teams text[] := {{SCHEMA}}.cems_my_teams();
+BEGIN
+    IF p_query IS NULL THEN
+        RAISE EXCEPTION 'a query vector is needed' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_limit IS NULL OR p_limit < 1 OR p_limit > 10000 THEN
+        RAISE EXCEPTION 'a limit is 1 to 10000 chunks' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_scope IS NULL OR p_scope NOT IN ('personal', 'shared', 'both') THEN
+        RAISE EXCEPTION 'a scope is personal, shared or both' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    SELECT c.id, c.document_id, c.chunk_index, 1 - (c.embedding <=> p_query)
+    FROM {{SCHEMA}}.memory_chunks c JOIN {{SCHEMA}}.memory_documents d ON d.id = c.document_id
+    WHERE (c.user_id = me OR (c.scope = 'shared' AND c.team_id = ANY (teams)))
+      AND ((p_scope IN ('personal', 'both') AND d.scope = 'personal' AND d.user_id = me)
+           OR (p_scope IN ('shared', 'both') AND d.scope = 'shared' AND (d.team_id = p_team OR d.user_id = me)))
+      AND NOT d.archived AND (d.expires_at IS NULL OR d.expires_at > now())
+      AND ((p_category IS NULL AND d.category <> 'rules') OR d.category = p_category)
+      AND (p_project IS NULL OR d.source_ref = p_project
+           OR left(d.source_ref, length(p_project) + 1) = p_project || ':')
+    ORDER BY c.embedding <=> p_query LIMIT p_limit;
+END
+$$;
+
+-- The memories among `p_ids` the caller may read (archived ones too: `cems show` shows them).
+CREATE FUNCTION {{SCHEMA}}.cems_documents(p_ids uuid[]) RETURNS SETOF {{SCHEMA}}.memory_documents
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp ROWS 50 AS $$
+DECLARE
+    me    text := {{SCHEMA}}.cems_user();
+    teams text[] := {{SCHEMA}}.cems_my_teams();
+BEGIN
+    IF cardinality(p_ids) > 10000 THEN
+        RAISE EXCEPTION 'at most 10000 memories at a time' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    SELECT d.* FROM {{SCHEMA}}.memory_documents d
+    WHERE d.id = ANY (p_ids) AND (d.user_id = me OR (d.scope = 'shared' AND d.team_id = ANY (teams)));
+END
+$$;
+
+-- The chunks among `p_ids` the caller may read.
+CREATE FUNCTION {{SCHEMA}}.cems_chunks(p_ids uuid[]) RETURNS SETOF {{SCHEMA}}.memory_chunks
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp ROWS 50 AS $$
+DECLARE
+    me    text := {{SCHEMA}}.cems_user();
+    teams text[] := {{SCHEMA}}.cems_my_teams();
+BEGIN
+    IF cardinality(p_ids) > 10000 THEN
+        RAISE EXCEPTION 'at most 10000 chunks at a time' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    SELECT c.* FROM {{SCHEMA}}.memory_chunks c
+    WHERE c.id = ANY (p_ids) AND (c.user_id = me OR (c.scope = 'shared' AND c.team_id = ANY (teams)));
+END
+$$;
+
+-- The chunks of one memory the caller may read, `p_from` to `p_to` by index (a candidate's neighbours).
+CREATE FUNCTION {{SCHEMA}}.cems_document_chunks(p_document uuid, p_from integer, p_to integer)
+RETURNS SETOF {{SCHEMA}}.memory_chunks
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp ROWS 3 AS $$
+DECLARE
+    me    text := {{SCHEMA}}.cems_user();
+    teams text[] := {{SCHEMA}}.cems_my_teams();
+BEGIN
+    RETURN QUERY
+    SELECT c.* FROM {{SCHEMA}}.memory_chunks c
+    WHERE c.document_id = p_document AND c.chunk_index BETWEEN p_from AND p_to
+      AND (c.user_id = me OR (c.scope = 'shared' AND c.team_id = ANY (teams)))
+    ORDER BY c.chunk_index;
+END
+$$;
+
+REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_vector_hits(vector, integer, text, text, text, text),
+    {{SCHEMA}}.cems_documents(uuid[]), {{SCHEMA}}.cems_chunks(uuid[]),
+    {{SCHEMA}}.cems_document_chunks(uuid, integer, integer) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION {{SCHEMA}}.cems_vector_hits(vector, integer, text, text, text, text),
+    {{SCHEMA}}.cems_documents(uuid[]), {{SCHEMA}}.cems_chunks(uuid[]),
+    {{SCHEMA}}.cems_document_chunks(uuid, integer, integer) TO cems_app;
+
+-- The distance operator is the vector extension's, which a managed service may keep in a schema of its own
+-- (Supabase: extensions): named after ours, so nothing a member can create comes first.
+DO $$
+DECLARE
+    vectors text := (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+                     WHERE e.extname = 'vector');
+BEGIN
+    IF vectors IS DISTINCT FROM current_schema() THEN
+        EXECUTE format('ALTER FUNCTION %I.cems_vector_hits(vector, integer, text, text, text, text) '
+                       'SET search_path = pg_catalog, %I, %I, pg_temp', current_schema(), current_schema(), vectors);
+    END IF;
+END
+$$;
