@@ -110,18 +110,33 @@ class Recorder:
 
 
 def explain(conn: Any, statements: list[tuple[Any, Any]], marker: str) -> str:
-    """EXPLAIN ANALYZE of the last recorded statement containing `marker`, under the settings it ran with
-    (the HNSW steering of store/search.py runs its query with sorting disabled)."""
+    """EXPLAIN ANALYZE of the last recorded statement containing `marker`."""
     query, params = next(s for s in reversed(statements) if marker in str(s[0]))
-    steered = str(query).startswith("/* hnsw */")
-    if steered:
-        conn.execute("SET enable_sort = off")
-    try:
-        rows = conn.execute("EXPLAIN (ANALYZE, COSTS OFF, BUFFERS OFF) " + query, params).fetchall()
-    finally:
-        if steered:
-            conn.execute("RESET enable_sort")
+    rows = conn.execute("EXPLAIN (ANALYZE, COSTS OFF, BUFFERS OFF) " + query, params).fetchall()
     return "\n".join(r[0] for r in rows)
+
+
+def explain_inside(admin: Any, role: str, statements: list[tuple[Any, Any]], marker: str) -> str:
+    """The plans of what the last recorded statement containing `marker` ran inside the functions it called,
+    as `role`. A member's EXPLAIN shows a function scan and nothing more (sql/017_member_functions.sql), so
+    the superuser takes the role's identity (SET SESSION AUTHORIZATION sets session_user, which cems_user()
+    reads) and auto_explain reports the nested statements as notices."""
+    from psycopg import sql
+
+    query, params = next(s for s in reversed(statements) if marker in str(s[0]))
+    notices: list[str] = []
+    admin.add_notice_handler(lambda diagnostic: notices.append(diagnostic.message_primary or ""))
+    admin.execute("LOAD 'auto_explain'")
+    admin.execute("SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; "
+                  "SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice; "
+                  "SET auto_explain.log_timing = off")
+    admin.execute(sql.SQL("SET SESSION AUTHORIZATION {}").format(sql.Identifier(role)))
+    try:
+        admin.execute(query, params).fetchall()
+    finally:
+        admin.execute("RESET SESSION AUTHORIZATION")
+        admin.execute("SET auto_explain.log_min_duration = -1")
+    return "\n".join(notices)
 
 
 def candidates(name: str, svc: Any, filters: Any, vectors_of: dict[str, np.ndarray]) -> Any:
@@ -246,7 +261,11 @@ def main() -> int:
                 store_lexical.forget_stats(svc.conn)  # so the statistics' statements run and are recorded
                 store_search.vector_hits(recorder, vectors_of[query], filters[svc], DEPTH)
                 store_lexical.lexical_hits(recorder, query, filters[svc], DEPTH)
-                vector_plan = explain(svc.conn, recorder.statements, "ORDER BY c.embedding <=>")
+                if svc is on:  # through cems_vector_hits: its plan is the superuser's to see
+                    store_search.prepare_session(conn)
+                    vector_plan = explain_inside(conn, "u0", recorder.statements, "cems_vector_hits")
+                else:
+                    vector_plan = explain(svc.conn, recorder.statements, "ORDER BY c.embedding <=>")
                 # BM25 runs: document frequencies (one GIN probe per query term, kept a minute per
                 # connection), then the scoring of the chunks holding the rarer terms (and of every match
                 # when those cannot decide the top results; the last statement run is shown).

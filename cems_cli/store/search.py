@@ -69,7 +69,7 @@ def vector_hits(
     conn: psycopg.Connection, query_vector: np.ndarray, filters: SearchFilters, limit: int
 ) -> list[ChunkHit]:
     if filters.identity.restricted:
-        # A member of a team server: through the function (sql/017_member_reads.sql), which reads as the
+        # A member of a team server: through the function (sql/017_member_functions.sql), which reads as the
         # tables' owner and returns only what the member may read; its plan is not the member's to see.
         rows = conn.execute(
             "SELECT id, document_id, chunk_index, similarity FROM cems_vector_hits(%s, %s, %s, %s, %s, %s)",
@@ -89,7 +89,7 @@ def vector_hits(
 
 
 # A member of a team server reads memories and chunks through functions that return only what they may read
-# (sql/017_member_reads.sql); everyone else reads the tables. The same columns either way.
+# (sql/017_member_functions.sql); everyone else reads the tables. The same columns either way.
 def _documents_from(restricted: bool, ids: str) -> str:
     return f"cems_documents({ids}) d" if restricted else "memory_documents d"
 

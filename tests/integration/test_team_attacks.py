@@ -408,3 +408,4 @@ def test_the_search_read_functions_return_only_what_the_member_may_read(world):
     # A member's search goes through them and finds what it found before.
     results = world.ok(world.bob, "search", word, "--mode", "vector", team=world.red)["results"]
     assert {r["id"] for r in results} & set(everything) == {red, blue}
+
