@@ -122,3 +122,133 @@ BEGIN
     END IF;
 END
 $$;
+
+-- A quota is its user's to read, their team admins' and a CEMS administrator's, and everyone may read the
+-- default ('*'): 009's version answered for any user name, so any member could read anyone's limits.
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.cems_quota_of(p_user text)
+RETURNS TABLE (max_memories integer, searches_per_minute integer)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+BEGIN
+    IF p_user IS DISTINCT FROM {{SCHEMA}}.cems_user() AND p_user IS DISTINCT FROM '*'
+       AND NOT {{SCHEMA}}.cems_is_admin()
+       AND NOT EXISTS (SELECT 1 FROM {{SCHEMA}}.cems_team_members m
+                       WHERE m.user_id = p_user AND m.team_id = ANY ({{SCHEMA}}.cems_admin_teams())) THEN
+        RAISE EXCEPTION 'the quota of % is for them, the admins of their teams and CEMS administrators to read',
+            p_user USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN QUERY
+    SELECT coalesce(u.max_memories, d.max_memories), coalesce(u.searches_per_minute, d.searches_per_minute)
+    FROM (SELECT 1) one
+    LEFT JOIN {{SCHEMA}}.cems_quotas u ON u.user_id = p_user
+    LEFT JOIN {{SCHEMA}}.cems_quotas d ON d.user_id = '*';
+END
+$$;
+
+-- No member locks the other tables every session reads either: memory_summaries, stored_settings (every
+-- hook reads the live settings), the observer's and capture's bookkeeping, maintenance runs, cems_meta (every
+-- connection reads the embedding model). As 016 did for the memory tables: table-wide UPDATE, DELETE and
+-- TRUNCATE (what PostgreSQL asks of LOCK ... IN SHARE MODE and above) give way to UPDATE on the columns, and
+-- members delete through the functions below, which apply the DELETE policies' test. What a member can
+-- still lock (ROW EXCLUSIVE, through INSERT and column UPDATE) blocks no reader. A later migration that adds
+-- a column to one of these tables grants UPDATE on it to cems_app if members may write it.
+DO $$
+DECLARE
+    t       text;
+    columns text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['memory_summaries', 'stored_settings', 'observer_files', 'observer_backlog',
+                             'observer_state', 'capture_sessions', 'maintenance_runs', 'cems_meta']
+    LOOP
+        EXECUTE format('REVOKE UPDATE, DELETE, TRUNCATE ON %I.%I FROM cems_app', current_schema(), t);
+        SELECT string_agg(quote_ident(c.column_name), ', ' ORDER BY c.ordinal_position) INTO columns
+        FROM information_schema.columns c
+        WHERE c.table_schema = current_schema() AND c.table_name = t
+          AND c.is_generated = 'NEVER' AND c.is_identity = 'NO';
+        EXECUTE format('GRANT UPDATE (%s) ON %I.%I TO cems_app', columns, current_schema(), t);
+    END LOOP;
+END
+$$;
+
+-- Each deletes the rows of one user: the caller's own (a privileged session, the embedded store, names the
+-- user it acts for). Returns how many went.
+CREATE FUNCTION {{SCHEMA}}.cems_owner_for(p_user text) RETURNS text LANGUAGE sql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+    SELECT CASE WHEN {{SCHEMA}}.cems_privileged() THEN p_user ELSE {{SCHEMA}}.cems_user() END
+$$;
+
+CREATE FUNCTION {{SCHEMA}}.cems_delete_summaries(p_user text, p_ids uuid[]) RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+    WITH gone AS (DELETE FROM {{SCHEMA}}.memory_summaries s
+                  WHERE s.user_id = {{SCHEMA}}.cems_owner_for(p_user) AND s.id = ANY (p_ids) RETURNING 1)
+    SELECT count(*) FROM gone
+$$;
+
+-- The summaries of every project but `p_keep`.
+CREATE FUNCTION {{SCHEMA}}.cems_delete_summaries_except(p_user text, p_keep text[]) RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+    WITH gone AS (DELETE FROM {{SCHEMA}}.memory_summaries s
+                  WHERE s.user_id = {{SCHEMA}}.cems_owner_for(p_user)
+                    AND NOT (s.project = ANY (coalesce(p_keep, '{}'))) RETURNING 1)
+    SELECT count(*) FROM gone
+$$;
+
+CREATE FUNCTION {{SCHEMA}}.cems_delete_observer_file(p_user text, p_path text) RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+    WITH gone AS (DELETE FROM {{SCHEMA}}.observer_files f
+                  WHERE f.user_id = {{SCHEMA}}.cems_owner_for(p_user) AND f.path = p_path RETURNING 1)
+    SELECT count(*) FROM gone
+$$;
+
+-- The backlog items among `p_ids` still there (fewer than asked: another process took them).
+CREATE FUNCTION {{SCHEMA}}.cems_delete_backlog(p_user text, p_ids bigint[]) RETURNS SETOF bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+    DELETE FROM {{SCHEMA}}.observer_backlog b
+    WHERE b.user_id = {{SCHEMA}}.cems_owner_for(p_user) AND b.id = ANY (p_ids) RETURNING b.id
+$$;
+
+CREATE FUNCTION {{SCHEMA}}.cems_delete_capture_sessions(p_user text, p_memories uuid[]) RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+    WITH gone AS (DELETE FROM {{SCHEMA}}.capture_sessions s
+                  WHERE s.user_id = {{SCHEMA}}.cems_owner_for(p_user) AND s.memory_id = ANY (p_memories)
+                  RETURNING 1)
+    SELECT count(*) FROM gone
+$$;
+
+-- A stored setting: a user's own, or a team's by one of its admins (the policy settings_delete).
+CREATE FUNCTION {{SCHEMA}}.cems_delete_setting(p_kind text, p_owner text, p_key text) RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+    WITH gone AS (DELETE FROM {{SCHEMA}}.stored_settings s
+                  WHERE s.owner_kind = p_kind AND s.owner = p_owner AND s.key = p_key
+                    AND ((SELECT {{SCHEMA}}.cems_privileged())
+                         OR (s.owner_kind = 'user' AND s.owner = (SELECT {{SCHEMA}}.cems_user()))
+                         OR (s.owner_kind = 'team' AND s.owner = ANY ((SELECT {{SCHEMA}}.cems_admin_teams())::text[])))
+                  RETURNING 1)
+    SELECT count(*) FROM gone
+$$;
+
+-- cems_meta pairs (key, value) that are still as read: a member's own scrub mark only (the policy
+-- meta_write); a privileged session any.
+CREATE FUNCTION {{SCHEMA}}.cems_delete_meta(p_keys text[], p_values text[]) RETURNS bigint
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+    WITH gone AS (DELETE FROM {{SCHEMA}}.cems_meta m
+                  WHERE (m.key, m.value) IN (SELECT * FROM unnest(p_keys, p_values))
+                    AND ((SELECT {{SCHEMA}}.cems_privileged())
+                         OR m.key = 'scrub_pending:' || (SELECT {{SCHEMA}}.cems_user()))
+                  RETURNING 1)
+    SELECT count(*) FROM gone
+$$;
+
+DO $$
+DECLARE
+    fn text;
+BEGIN
+    FOREACH fn IN ARRAY ARRAY['cems_owner_for(text)', 'cems_delete_summaries(text, uuid[])',
+                              'cems_delete_summaries_except(text, text[])', 'cems_delete_observer_file(text, text)',
+                              'cems_delete_backlog(text, bigint[])', 'cems_delete_capture_sessions(text, uuid[])',
+                              'cems_delete_setting(text, text, text)', 'cems_delete_meta(text[], text[])']
+    LOOP
+        EXECUTE format('REVOKE ALL ON FUNCTION %I.%s FROM PUBLIC', current_schema(), fn);
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %I.%s TO cems_app', current_schema(), fn);
+    END LOOP;
+END
+$$;

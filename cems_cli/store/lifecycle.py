@@ -557,7 +557,7 @@ def scrub(conn: psycopg.Connection, *, embedded: bool) -> ScrubReport:
     if not report.tables:
         return report
     conn.execute(
-        "DELETE FROM cems_meta WHERE (key, value) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
+        "SELECT cems_delete_meta(%s::text[], %s::text[])",  # members hold no DELETE (017)
         ([k for k, _ in seen], [v for _, v in seen]),
     )
     if not (embedded and superuser):

@@ -344,9 +344,8 @@ def forget_memories(
         )
         done = {str(r[0]): r[1] for r in cursor.fetchall()}
         if done:
-            conn.execute(
-                "DELETE FROM capture_sessions WHERE user_id = %s AND memory_id = ANY(%s::uuid[])",
-                (identity.user, list(done)),
+            conn.execute(  # through the function: members hold no DELETE (sql/017_member_functions.sql)
+                "SELECT cems_delete_capture_sessions(%s, %s::uuid[])", (identity.user, list(done)),
             )
             from cems_cli.store.lifecycle import mark_scrub_pending
 

@@ -110,7 +110,8 @@ def save_file(conn: psycopg.Connection, user: str, row: FileRow) -> None:
 
 
 def delete_file(conn: psycopg.Connection, user: str, path: str) -> None:
-    conn.execute("DELETE FROM observer_files WHERE user_id = %s AND path = %s", (user, path))
+    # Members delete through functions (no DELETE privilege: it would let them lock the table).
+    conn.execute("SELECT cems_delete_observer_file(%s, %s)", (user, path))
 
 
 def files_with_pending(conn: psycopg.Connection, user: str) -> list[FileRow]:
@@ -183,7 +184,7 @@ def backlog_batch(conn: psycopg.Connection, user: str, path: str, max_chars: int
 def remove_backlog(conn: psycopg.Connection, user: str, ids: Sequence[int]) -> int:
     """Delete the items; returns how many were still there (fewer means another process took them)."""
     rows = conn.execute(
-        "DELETE FROM observer_backlog WHERE user_id = %s AND id = ANY(%s) RETURNING id", (user, list(ids))
+        "SELECT * FROM cems_delete_backlog(%s, %s::bigint[])", (user, list(ids))
     ).fetchall()
     return len(rows)
 

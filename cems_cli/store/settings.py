@@ -36,6 +36,7 @@ def put(conn: psycopg.Connection, kind: str, owner: str, key: str, value: Any, b
 
 
 def delete(conn: psycopg.Connection, kind: str, owner: str, key: str) -> bool:
-    return conn.execute(
-        "DELETE FROM stored_settings WHERE owner_kind = %s AND owner = %s AND key = %s", (kind, owner, key)
-    ).rowcount == 1
+    # Through the function, which applies the delete policy: members hold no DELETE on the table (it would
+    # let them lock it, and every hook reads it).
+    row = conn.execute("SELECT cems_delete_setting(%s, %s, %s)", (kind, owner, key)).fetchone()
+    return bool(row and row[0] == 1)

@@ -131,7 +131,8 @@ def replace_project(
     keep = {(level, key) for _id, level, key in existing if (level, key) in wanted}
     stale = [row[0] for row in existing if (row[1], row[2]) not in keep]
     if stale:
-        conn.execute("DELETE FROM memory_summaries WHERE id = ANY(%s)", (stale,))
+        # Members delete through functions (sql/017_member_functions.sql): no DELETE privilege, no LOCK.
+        conn.execute("SELECT cems_delete_summaries(%s, %s::uuid[])", (user, stale))
     inserted = 0
     for key, (summary, vector) in wanted.items():
         if key in keep:
@@ -149,10 +150,8 @@ def replace_project(
 
 def drop_projects(conn: psycopg.Connection, user: str, keep: Iterable[str]) -> int:
     """Delete the summaries of projects that no longer have memories to summarise."""
-    cur = conn.execute(
-        "DELETE FROM memory_summaries WHERE user_id = %s AND NOT (project = ANY(%s))", (user, list(keep))
-    )
-    return cur.rowcount
+    row = conn.execute("SELECT cems_delete_summaries_except(%s, %s::text[])", (user, list(keep))).fetchone()
+    return int(row[0]) if row else 0
 
 
 def kept_keys(

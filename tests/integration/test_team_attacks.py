@@ -133,23 +133,27 @@ def test_a_member_cannot_stall_teammates_with_a_lock(world):
         ):
             setting = bob.execute("SELECT setting FROM pg_settings WHERE name = %s", (name,)).fetchone()[0]
             assert setting == str(value), name
-    # The tables every search reads: the member cannot take a lock that blocks readers at all.
+    # The tables every search, hook or connection reads: the member cannot take a lock that blocks readers.
     with world.connect(world.bob) as bob:
-        for table in ("memory_documents", "memory_chunks", "rules"):
+        for table in ("memory_documents", "memory_chunks", "rules", "memory_summaries", "stored_settings",
+                      "observer_files", "observer_backlog", "observer_state", "capture_sessions",
+                      "maintenance_runs", "cems_meta"):
             for mode in ("ACCESS EXCLUSIVE", "EXCLUSIVE", "SHARE"):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege), bob.transaction():
                     bob.execute(sql.SQL("LOCK TABLE {} IN {} MODE").format(sql.Identifier(table),
                                                                            sql.SQL(mode)))
-    # A table the member may still lock (their own summaries' table): a teammate waits 5 s at most.
+    # A row the member may still lock (their own shared memory): the team's admin waits 5 s at most.
+    mine = world.ok(world.bob, "remember", "red's on-call rota is in the wiki", "--scope", "shared",
+                    team=world.red)["id"]
     holder = psycopg.connect(world.urls[world.bob])  # not autocommit: the lock lasts until rollback
     release = threading.Timer(20, holder.cancel_safe)
     try:
-        holder.execute("LOCK TABLE memory_summaries IN ACCESS EXCLUSIVE MODE")
+        holder.execute("SELECT 1 FROM memory_documents WHERE id = %s FOR UPDATE", (mine,))
         release.start()
         with world.connect(world.alice) as alice:
             start = time.monotonic()
             with pytest.raises((psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled)):
-                alice.execute("SELECT count(*) FROM memory_summaries")
+                alice.execute("UPDATE memory_documents SET archived = true WHERE id = %s", (mine,))
             waited = time.monotonic() - start
         assert waited < defaults.DB_LOCK_TIMEOUT_MS / 1000 + 3, waited
     finally:
@@ -409,3 +413,19 @@ def test_the_search_read_functions_return_only_what_the_member_may_read(world):
     results = world.ok(world.bob, "search", word, "--mode", "vector", team=world.red)["results"]
     assert {r["id"] for r in results} & set(everything) == {red, blue}
 
+
+
+def test_a_member_reads_only_the_quotas_that_concern_them(world):
+    world.admin.execute("SELECT cems_set_quota(%s, 500, 7)", (world.alice,))
+    world.admin.execute("SELECT cems_set_quota(%s, 300, 5)", (world.bob,))
+    with world.connect(world.bob) as bob:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # a teammate's; red's admin is alice
+            bob.execute("SELECT * FROM cems_quota_of(%s)", (world.alice,))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # the caller's user is no argument
+            bob.execute("SELECT * FROM cems_quota_of(NULL)")
+        assert bob.execute("SELECT * FROM cems_quota_of(%s)", (world.bob,)).fetchone() == (300, 5)
+        assert bob.execute("SELECT count(*) FROM cems_quota_of('*')").fetchone() == (1,)
+    with world.connect(world.alice) as alice:  # red's admin reads a member's
+        assert alice.execute("SELECT * FROM cems_quota_of(%s)", (world.bob,)).fetchone() == (300, 5)
+    # The member's own session still reads its search quota.
+    assert world.ok(world.bob, "status")["user"] == world.bob
