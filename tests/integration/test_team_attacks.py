@@ -429,3 +429,37 @@ def test_a_member_reads_only_the_quotas_that_concern_them(world):
         assert alice.execute("SELECT * FROM cems_quota_of(%s)", (world.bob,)).fetchone() == (300, 5)
     # The member's own session still reads its search quota.
     assert world.ok(world.bob, "status")["user"] == world.bob
+
+
+def test_the_delete_functions_delete_only_the_callers_rows(world):
+    path = f"/home/alice/.claude/projects/{_word()}.jsonl"
+    with world.connect(world.alice) as alice:
+        alice.execute("INSERT INTO stored_settings (owner_kind, owner, key, value, updated_by) "
+                      "VALUES ('user', %s, 'recall_limit', '5', %s)", (world.alice, world.alice))
+        alice.execute("INSERT INTO observer_files (user_id, path) VALUES (%s, %s)", (world.alice, path))
+        backlog = alice.execute("INSERT INTO observer_backlog (user_id, path, chunk, chars) "
+                                "VALUES (%s, %s, '{}', 2) RETURNING id", (world.alice, path)).fetchone()[0]
+    with world.connect(world.bob) as bob:
+        # Alice's name as the user argument, or her setting named outright: nothing of hers goes.
+        assert bob.execute("SELECT cems_delete_setting('user', %s, 'recall_limit')",
+                           (world.alice,)).fetchone() == (0,)
+        assert bob.execute("SELECT cems_delete_observer_file(%s, %s)", (world.alice, path)).fetchone() == (0,)
+        assert bob.execute("SELECT count(*) FROM cems_delete_backlog(%s, %s)",
+                           (world.alice, [backlog])).fetchone() == (0,)
+        model = "ARRAY(SELECT value FROM cems_meta WHERE key = 'embedding_model')"
+        assert bob.execute(f"SELECT cems_delete_meta(ARRAY['embedding_model'], {model})").fetchone() == (0,)
+        assert bob.execute("SELECT cems_owner_for(%s)", (world.alice,)).fetchone() == (world.bob,)
+    left = world.admin.execute(
+        "SELECT (SELECT count(*) FROM stored_settings WHERE owner_kind = 'user' AND owner = %(u)s), "
+        "       (SELECT count(*) FROM observer_files WHERE user_id = %(u)s AND path = %(p)s), "
+        "       (SELECT count(*) FROM observer_backlog WHERE id = %(b)s), "
+        "       (SELECT count(*) FROM cems_meta WHERE key = 'embedding_model')",
+        {"u": world.alice, "p": path, "b": backlog}).fetchone()
+    assert left == (1, 1, 1, 1)
+    # Her own calls do delete them.
+    with world.connect(world.alice) as alice:
+        assert alice.execute("SELECT cems_delete_setting('user', %s, 'recall_limit')",
+                             (world.alice,)).fetchone() == (1,)
+        assert alice.execute("SELECT cems_delete_observer_file(NULL, %s)", (path,)).fetchone() == (1,)
+        assert alice.execute("SELECT count(*) FROM cems_delete_backlog(NULL, %s)",
+                             ([backlog],)).fetchone() == (1,)
