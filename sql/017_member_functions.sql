@@ -86,6 +86,43 @@ BEGIN
 END
 $$;
 
+-- The candidates of a search in one call: each chunk among `p_ids` the caller may read, its text, its cosine
+-- similarity to `p_query` (computed here: no vector travels), and its memory.
+CREATE FUNCTION {{SCHEMA}}.cems_candidates(p_ids uuid[], p_query vector)
+RETURNS TABLE (chunk_id uuid, content text, similarity double precision, document {{SCHEMA}}.memory_documents)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp ROWS 50 AS $$
+DECLARE
+    me    text := {{SCHEMA}}.cems_user();
+    teams text[] := {{SCHEMA}}.cems_my_teams();
+BEGIN
+    IF cardinality(p_ids) > 10000 THEN
+        RAISE EXCEPTION 'at most 10000 chunks at a time' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    SELECT c.id, c.content, 1 - (c.embedding <=> p_query), d
+    FROM {{SCHEMA}}.memory_chunks c JOIN {{SCHEMA}}.memory_documents d ON d.id = c.document_id
+    WHERE c.id = ANY (p_ids) AND (c.user_id = me OR (c.scope = 'shared' AND c.team_id = ANY (teams)));
+END
+$$;
+
+-- The stored vectors of the chunks among `p_ids` the caller may read that were embedded on their own text
+-- (semantic dedup compares them; store/search.py fetch_embeddings). Only the two columns travel.
+CREATE FUNCTION {{SCHEMA}}.cems_chunk_embeddings(p_ids uuid[]) RETURNS TABLE (id uuid, embedding vector)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp ROWS 50 AS $$
+DECLARE
+    me    text := {{SCHEMA}}.cems_user();
+    teams text[] := {{SCHEMA}}.cems_my_teams();
+BEGIN
+    IF cardinality(p_ids) > 10000 THEN
+        RAISE EXCEPTION 'at most 10000 chunks at a time' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    SELECT c.id, c.embedding FROM {{SCHEMA}}.memory_chunks c
+    WHERE c.id = ANY (p_ids) AND c.context IS NULL
+      AND (c.user_id = me OR (c.scope = 'shared' AND c.team_id = ANY (teams)));
+END
+$$;
+
 -- The chunks of one memory the caller may read, `p_from` to `p_to` by index (a candidate's neighbours).
 CREATE FUNCTION {{SCHEMA}}.cems_document_chunks(p_document uuid, p_from integer, p_to integer)
 RETURNS SETOF {{SCHEMA}}.memory_chunks
@@ -103,9 +140,11 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_vector_hits(vector, integer, text, text, text, text),
+    {{SCHEMA}}.cems_candidates(uuid[], vector), {{SCHEMA}}.cems_chunk_embeddings(uuid[]),
     {{SCHEMA}}.cems_documents(uuid[]), {{SCHEMA}}.cems_chunks(uuid[]),
     {{SCHEMA}}.cems_document_chunks(uuid, integer, integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION {{SCHEMA}}.cems_vector_hits(vector, integer, text, text, text, text),
+    {{SCHEMA}}.cems_candidates(uuid[], vector), {{SCHEMA}}.cems_chunk_embeddings(uuid[]),
     {{SCHEMA}}.cems_documents(uuid[]), {{SCHEMA}}.cems_chunks(uuid[]),
     {{SCHEMA}}.cems_document_chunks(uuid, integer, integer) TO cems_app;
 
@@ -118,6 +157,8 @@ DECLARE
 BEGIN
     IF vectors IS DISTINCT FROM current_schema() THEN
         EXECUTE format('ALTER FUNCTION %I.cems_vector_hits(vector, integer, text, text, text, text) '
+                       'SET search_path = pg_catalog, %I, %I, pg_temp', current_schema(), current_schema(), vectors);
+        EXECUTE format('ALTER FUNCTION %I.cems_candidates(uuid[], vector) '
                        'SET search_path = pg_catalog, %I, %I, pg_temp', current_schema(), current_schema(), vectors);
     END IF;
 END

@@ -114,10 +114,8 @@ def fetch_candidates(
     if not chunk_ids:
         return {}, {}
     if restricted:
-        sql = (f"WITH c AS MATERIALIZED (SELECT * FROM cems_chunks(%(ids)s::uuid[])) "
-               f"SELECT c.id, c.content, 1 - (c.embedding <=> %(q)s), {document_columns()} FROM c "
-               "JOIN cems_documents((SELECT array_agg(DISTINCT document_id) FROM c)) d "
-               "ON d.id = c.document_id")
+        sql = (f"SELECT c.chunk_id, c.content, c.similarity, {document_columns('(c.document)')} "
+               "FROM cems_candidates(%(ids)s::uuid[], %(q)s) c")
     else:
         sql = (f"SELECT c.id, c.content, 1 - (c.embedding <=> %(q)s), {document_columns()} "
                "FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id "
@@ -146,12 +144,12 @@ def fetch_embeddings(conn: psycopg.Connection, chunk_ids: Sequence[str], *,
     so two neighbours that quote each other would look like duplicates (seen on LoCoMo: adjacent turns)."""
     if not chunk_ids:
         return {}
-    chunks = "cems_chunks(%(ids)s::uuid[])" if restricted else "memory_chunks"
+    if restricted:  # the function returns only those two columns of what the member may read
+        sql = "SELECT id, embedding FROM cems_chunk_embeddings(%(ids)s::uuid[])"
+    else:
+        sql = "SELECT id, embedding FROM memory_chunks WHERE id = ANY(%(ids)s::uuid[]) AND context IS NULL"
     with conn.cursor(binary=True) as cur:
-        rows = cur.execute(
-            f"SELECT id, embedding FROM {chunks} WHERE id = ANY(%(ids)s::uuid[]) AND context IS NULL",
-            {"ids": list(chunk_ids)},
-        ).fetchall()
+        rows = cur.execute(sql, {"ids": list(chunk_ids)}).fetchall()
     return {str(r[0]): as_array(r[1]) for r in rows}
 
 

@@ -387,6 +387,12 @@ def test_the_search_read_functions_return_only_what_the_member_may_read(world):
             of_chunks = {str(r[0]) for r in conn.execute("SELECT document_id FROM cems_chunks(%s::uuid[])",
                                                          (chunks,))}
             assert of_chunks == readable
+            candidates = {str(r[0]) for r in conn.execute(
+                "SELECT (document).id FROM cems_candidates(%s::uuid[], %s::vector)", (chunks, VECTOR))}
+            assert candidates == readable
+            vectors = conn.execute("SELECT count(*) FROM cems_chunk_embeddings(%s::uuid[])",
+                                   (chunks,)).fetchone()
+            assert vectors == (len(readable),)  # one chunk each, embedded on its own text
             near = set()
             for team in (world.red, world.blue, None):
                 for scope in ("personal", "shared", "both"):
