@@ -157,9 +157,11 @@ DECLARE
 BEGIN
     IF vectors IS DISTINCT FROM current_schema() THEN
         EXECUTE format('ALTER FUNCTION %I.cems_vector_hits(vector, integer, text, text, text, text) '
-                       'SET search_path = pg_catalog, %I, %I, pg_temp', current_schema(), current_schema(), vectors);
+                       'SET search_path = pg_catalog, %I, %I, pg_temp',
+                       current_schema(), current_schema(), vectors);
         EXECUTE format('ALTER FUNCTION %I.cems_candidates(uuid[], vector) '
-                       'SET search_path = pg_catalog, %I, %I, pg_temp', current_schema(), current_schema(), vectors);
+                       'SET search_path = pg_catalog, %I, %I, pg_temp',
+                       current_schema(), current_schema(), vectors);
     END IF;
 END
 $$;
@@ -174,8 +176,8 @@ BEGIN
        AND NOT {{SCHEMA}}.cems_is_admin()
        AND NOT EXISTS (SELECT 1 FROM {{SCHEMA}}.cems_team_members m
                        WHERE m.user_id = p_user AND m.team_id = ANY ({{SCHEMA}}.cems_admin_teams())) THEN
-        RAISE EXCEPTION 'the quota of % is for them, the admins of their teams and CEMS administrators to read',
-            p_user USING ERRCODE = 'insufficient_privilege';
+        RAISE EXCEPTION 'the quota of % is for them, the admins of their teams and CEMS administrators '
+            'to read', p_user USING ERRCODE = 'insufficient_privilege';
     END IF;
     RETURN QUERY
     SELECT coalesce(u.max_memories, d.max_memories), coalesce(u.searches_per_minute, d.searches_per_minute)
@@ -262,7 +264,8 @@ LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}},
                   WHERE s.owner_kind = p_kind AND s.owner = p_owner AND s.key = p_key
                     AND ((SELECT {{SCHEMA}}.cems_privileged())
                          OR (s.owner_kind = 'user' AND s.owner = (SELECT {{SCHEMA}}.cems_user()))
-                         OR (s.owner_kind = 'team' AND s.owner = ANY ((SELECT {{SCHEMA}}.cems_admin_teams())::text[])))
+                         OR (s.owner_kind = 'team'
+                             AND s.owner = ANY ((SELECT {{SCHEMA}}.cems_admin_teams())::text[])))
                   RETURNING 1)
     SELECT count(*) FROM gone
 $$;
@@ -284,8 +287,9 @@ DECLARE
     fn text;
 BEGIN
     FOREACH fn IN ARRAY ARRAY['cems_owner_for(text)', 'cems_delete_summaries(text, uuid[])',
-                              'cems_delete_summaries_except(text, text[])', 'cems_delete_observer_file(text, text)',
-                              'cems_delete_backlog(text, bigint[])', 'cems_delete_capture_sessions(text, uuid[])',
+                              'cems_delete_summaries_except(text, text[])',
+                              'cems_delete_observer_file(text, text)', 'cems_delete_backlog(text, bigint[])',
+                              'cems_delete_capture_sessions(text, uuid[])',
                               'cems_delete_setting(text, text, text)', 'cems_delete_meta(text[], text[])']
     LOOP
         EXECUTE format('REVOKE ALL ON FUNCTION %I.%s FROM PUBLIC', current_schema(), fn);
