@@ -297,3 +297,39 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- Who the caller is, in PL/pgSQL: the same answers as 009's SQL functions, but their statements' plans are
+-- kept for the session, where a SQL function (not inlined: SECURITY DEFINER) plans its statement on every
+-- call. Every member function above and every policy asks them: cems_documents over 30 ids took 1.06 ms a
+-- call with the SQL versions, 0.50 ms with these.
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.cems_user() RETURNS text
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+BEGIN
+    RETURN coalesce((SELECT m.user_id FROM {{SCHEMA}}.cems_role_map m WHERE m.role_name = session_user),
+                    session_user::text);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.cems_privileged() RETURNS boolean
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+BEGIN
+    RETURN coalesce((SELECT r.rolsuper OR r.rolbypassrls FROM pg_catalog.pg_roles r
+                     WHERE r.rolname = session_user), false);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.cems_my_teams() RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+BEGIN
+    RETURN (SELECT coalesce(array_agg(t.team_id ORDER BY t.team_id), '{}') FROM {{SCHEMA}}.cems_team_members t
+            WHERE t.user_id = {{SCHEMA}}.cems_user());
+END
+$$;
+
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.cems_admin_teams() RETURNS text[]
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+BEGIN
+    RETURN (SELECT coalesce(array_agg(t.team_id ORDER BY t.team_id), '{}') FROM {{SCHEMA}}.cems_team_members t
+            WHERE t.user_id = {{SCHEMA}}.cems_user() AND t.is_admin);
+END
+$$;
