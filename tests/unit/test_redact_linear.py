@@ -15,6 +15,11 @@ import time
 
 import pytest
 
+from cems_cli.text import _redact_base as base
+from cems_cli.text import _redact_commands as commands
+from cems_cli.text import _redact_headers as headers
+from cems_cli.text import _redact_names as names
+from cems_cli.text import _redact_shapes as shapes
 from cems_cli.text import redact
 
 SIZE = 200_000
@@ -200,49 +205,50 @@ PROVIDER_KINDS = (
 )
 
 def _shape_patterns(*sources: tuple[str, int]) -> list[re.Pattern[str]]:
-    """The compiled patterns of the shapes given by their source (compiled on first use in redact.py)."""
-    return [shape.pattern for shape in redact._SHAPE_RULES if shape._source in sources]
+    """The compiled patterns of the shapes given by their source (compiled on first use)."""
+    return [shape.pattern for shape in shapes._SHAPE_RULES if shape._source in sources]
 
 
 # Every pattern that scans a text (with sub, search or finditer), by family. Patterns used only with
 # `.match` on a value already cut out by a scanner are in ANCHORED: they see each character once.
 SCANNERS: dict[str, list[re.Pattern[str]]] = {
     "private_tag": [redact._PRIVATE_TAG],
-    "private_key": [redact._PRIVATE_KEY],
-    "aws": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind.startswith("aws")],
-    "provider_tokens": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind in PROVIDER_KINDS[:7]],
-    "provider_tokens_2": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind in PROVIDER_KINDS[7:]],
-    "signed_url": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind == "signature"],
+    "private_key": [shapes._PRIVATE_KEY],
+    "aws": [shape.pattern for shape in shapes._SHAPE_RULES if shape.kind.startswith("aws")],
+    "provider_tokens": [shape.pattern for shape in shapes._SHAPE_RULES if shape.kind in PROVIDER_KINDS[:7]],
+    "provider_tokens_2": [shape.pattern for shape in shapes._SHAPE_RULES if shape.kind in PROVIDER_KINDS[7:]],
+    "signed_url": [shape.pattern for shape in shapes._SHAPE_RULES if shape.kind == "signature"],
     "passwords": [
-        *_shape_patterns(redact._NETRC, redact._SUDO_STDIN, redact._SAID_PASSWORD), redact._SUDO_STDIN_FLAG,
+        *_shape_patterns(commands._NETRC, commands._SUDO_STDIN, commands._SAID_PASSWORD),
+        commands._SUDO_STDIN_FLAG,
     ],
-    "url_password": [redact._URL_PASSWORD],
-    "webhooks": [shape.pattern for shape in redact._SHAPE_RULES if shape.kind.endswith("_webhook")],
+    "url_password": [shapes._URL_PASSWORD],
+    "webhooks": [shape.pattern for shape in shapes._SHAPE_RULES if shape.kind.endswith("_webhook")],
     "command_line": [
-        redact._COMMAND, redact._CURL_USER, redact._CURL_COOKIE,
-        *(redact._OPTION_VALUE[name] for name in ("mysql", "sshpass", "login", "redis-cli", "ldap")),
-        redact._OPTION_VALUE["openssl"],
+        commands._COMMAND, commands._CURL_USER, commands._CURL_COOKIE,
+        *(commands._OPTION_VALUE[name] for name in ("mysql", "sshpass", "login", "redis-cli", "ldap")),
+        commands._OPTION_VALUE["openssl"],
     ],
     "rare_commands": [
-        *_shape_patterns(redact._RARE_COMMAND), redact._SMB_USER, redact._WORD,
-        redact._OPTION_VALUE["zip"], redact._OPTION_VALUE["7z"],
+        *_shape_patterns(commands._RARE_COMMAND), commands._SMB_USER, commands._WORD,
+        commands._OPTION_VALUE["zip"], commands._OPTION_VALUE["7z"],
     ],
-    "headers": [redact._AUTHORIZATION, redact._KEY_HEADER, redact._COOKIE, redact._COOKIE_PAIR],
+    "headers": [headers._AUTHORIZATION, headers._KEY_HEADER, headers._COOKIE, headers._COOKIE_PAIR],
     "tokens": [
         shape.pattern
-        for shape in redact._SHAPE_RULES
+        for shape in shapes._SHAPE_RULES
         if shape.kind.endswith(("_token", "_key"))
         and not shape.kind.startswith(("aws", "private"))
         and shape.kind not in PROVIDER_KINDS
-    ] + [shape.pattern for shape in redact._SHAPE_RULES if shape.kind == "jwt"] + [redact._MARKER],
-    "flag": [redact._FLAG],
-    "gates": [shape.gate for shape in redact._SHAPE_RULES if shape.gate],
-    "assignment": [redact._ASSIGNMENT, redact._CAMEL, redact._SENSITIVE_KEY],
-    "markup": [redact._XML_SECRET, redact._XML_KEY_VALUE, redact._TYPED_ASSIGNMENT],
+    ] + [shape.pattern for shape in shapes._SHAPE_RULES if shape.kind == "jwt"] + [base._MARKER],
+    "flag": [names._FLAG],
+    "gates": [shape.gate for shape in shapes._SHAPE_RULES if shape.gate],
+    "assignment": [names._ASSIGNMENT, names._CAMEL, names._SENSITIVE_KEY],
+    "markup": [names._XML_SECRET, names._XML_KEY_VALUE, names._TYPED_ASSIGNMENT],
 }
 ANCHORED = [
-    redact._IDENTIFIER, redact._TYPE_NAME, redact._SCHEME, redact._CREDENTIAL, redact._AUTH_PARAM,
-    redact._REST_OF_LINE_IS_BLANK, redact._LOGIN, redact._MIXED_RUN,
+    base._IDENTIFIER, base._TYPE_NAME, headers._SCHEME, headers._CREDENTIAL, headers._AUTH_PARAM,
+    names._REST_OF_LINE_IS_BLANK, commands._LOGIN, names._MIXED_RUN,
 ]
 # CPU time of this process, not wall time: on a machine shared with other jobs, waiting for a core is not the
 # pattern's cost, and a quadratic pattern burns the CPU time itself.
@@ -255,18 +261,19 @@ FAMILY_BUDGET_SECONDS = 2.0
 
 def _module_patterns() -> set[re.Pattern[str]]:
     found: set[re.Pattern[str]] = set()
-    for value in vars(redact).values():
+    modules = (redact, base, commands, headers, names, shapes)
+    for value in (value for module in modules for value in vars(module).values()):
         if isinstance(value, re.Pattern):
             found.add(value)
         elif isinstance(value, dict):
             found.update(v for v in value.values() if isinstance(v, re.Pattern))
-    found.update(shape.pattern for shape in redact._SHAPE_RULES)
-    found.update(shape.gate for shape in redact._SHAPE_RULES if shape.gate)
+    found.update(shape.pattern for shape in shapes._SHAPE_RULES)
+    found.update(shape.gate for shape in shapes._SHAPE_RULES if shape.gate)
     return found
 
 
 def test_every_pattern_of_the_module_is_checked_here():
-    """A new pattern must be given a family here, and so adversarial inputs, before it can ship."""
+    """A new pattern, in any redaction module, must be given a family here (and so adversarial inputs)."""
     covered = {pattern for patterns in SCANNERS.values() for pattern in patterns} | set(ANCHORED)
     assert _module_patterns() - covered == set()
 

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from cems_cli.capture import spool
-from cems_cli.text import redact
+from cems_cli.text import _redact_shapes, redact
 
 # Gates that are secret-ish names: the shapes behind them need a `:` or `=` after the name (a header, an
 # assignment), which is how the shortcut sees them (a name trigger and a separator).
@@ -16,7 +16,7 @@ NAME_GATES = {"authorization", "key", "token", "secret", "password", "passwd", "
 
 
 def _gates() -> list[tuple[str, str]]:
-    return [(shape.kind, gate) for shape in redact._SHAPE_RULES for gate in shape.gates]
+    return [(shape.kind, gate) for shape in _redact_shapes._SHAPE_RULES for gate in shape.gates]
 
 
 # Gates too common in prose to count alone: the shortcut looks at what the shape needs after them.

@@ -14,7 +14,7 @@ from cems_cli.capture.tool_patterns import (
     error_line,
     parse_command,
 )
-from cems_cli.text import redact
+from cems_cli.text import _redact_shapes, redact
 
 CWD = "/home/dev/acme-api"
 PROJECT = "project:acme/api"
@@ -297,7 +297,7 @@ def test_read_only_and_unknown_tools_are_ignored():
 
 def test_the_shortcut_knows_every_secret_shape_redaction_has():
     """When redact.py learns a new kind of secret, spool._SHAPE_TRIGGERS must learn its trigger too."""
-    assert redact._SHAPE_KINDS == spool.REDACTION_KINDS
+    assert _redact_shapes._SHAPE_KINDS == spool.REDACTION_KINDS
 
 
 SECRETS = [
