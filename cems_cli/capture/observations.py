@@ -188,7 +188,7 @@ def command_key(command: str) -> str:
     """What identifies a command across retries: the program (and its subcommand for tools like npm or
     git), after `cd …&&` prefixes, environment assignments and launchers (`uv run`, `npx`, `sudo`).
     `pytest -q tests/x.py` → `pytest`; `uv run alembic upgrade head` → `alembic upgrade`."""
-    from cems_cli.command.model import capture_commands
+    from cems_cli.command.invocations import capture_commands
 
     # The last top-level command that is not the tail of a pipeline, wrappers such as `timeout 600` or
     # `nice -n 10` removed (`cems_cli.command.model`): `cd x && pytest -q | tail` is keyed `pytest`.

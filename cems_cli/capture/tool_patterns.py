@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cems_cli.capture.error_lines import error_line, one_line
-from cems_cli.command.model import capture_commands
+from cems_cli.command.invocations import capture_commands
 
 # --------------------------------------------------------------------------- events
 

@@ -17,7 +17,7 @@ PLAIN_MAX_CHARS = 16 * 1024
 
 # Command names the model must read itself: wrappers it unwraps, programs that run a string as commands or
 # change what runs (shells, eval, trap, git's -c and aliases, ssh, docker…), and reserved words. The same
-# names as in `cems_cli.command.model` (tests/unit/test_command_model.py keeps them in step).
+# names as in `cems_cli.command._programs` (tests/unit/test_command_model.py keeps them in step).
 NEEDS_MODEL = frozenset({
     # wrappers
     "sudo", "doas", "pkexec", "env", "nice", "nohup", "timeout", "command", "builtin", "exec", "time",
@@ -35,7 +35,7 @@ NEEDS_MODEL = frozenset({
 })
 
 
-# Commands that write or remove the files they are given (`cems_cli.command.model._writes`; the test of the
+# Commands that write or remove the files they are given (`cems_cli.command._writes`; the test of the
 # fast path keeps the two in step). A plain line naming none of them writes nothing: redirections are not
 # plain, and inline code that may write goes to the model (SHELL_OUT_MARKERS).
 WRITERS = frozenset({

@@ -331,7 +331,7 @@ def pattern_shape(pattern: str) -> PatternShape | None:
     if any(char in pattern for char in ";&|<>()`$\\\n#"):
         return None
     if "'" in pattern or '"' in pattern:
-        from cems_cli.command.model import simples
+        from cems_cli.command.words import simples
 
         commands = simples(pattern)[0]
         if len(commands) != 1 or commands[0].assignments or commands[0].redirects:

@@ -11,7 +11,8 @@ import pytest
 
 from cems_cli.capture.observations import command_key
 from cems_cli.capture.tool_patterns import parse_command
-from cems_cli.command.model import analyse, capture_commands
+from cems_cli.command.invocations import capture_commands
+from cems_cli.command.model import analyse
 from cems_cli.command.plain import plain_simples
 from cems_cli.rules.matcher import command_shape, decide, pattern_shape, shape_matches
 from cems_cli.rules.model import make_rule
@@ -210,7 +211,7 @@ def test_plain_path_agrees_with_the_parser():
 def test_fast_path_gives_exactly_what_the_model_gives():
     import random
 
-    from cems_cli.command import model
+    from cems_cli.command import _programs, model
     from cems_cli.command.plain import NEEDS_MODEL, fast_commands
 
     rng = random.Random(7)
@@ -225,7 +226,7 @@ def test_fast_path_gives_exactly_what_the_model_gives():
             fast += 1
             assert commands == model.analyse(text).commands, text
     assert fast > 1000
-    special = (set(model._WRAPPERS) | model._SHELLS | model._KEYWORDS | model._DOCKER_LIKE
+    special = (set(_programs._WRAPPERS) | _programs._SHELLS | _programs._KEYWORDS | _programs._DOCKER_LIKE
                | {"function", "su", "script", "eval", "source", ".", "trap", "alias", "find", "ssh",
                   "kubectl", "export", "declare", "typeset", "local", "readonly"})
     assert special == NEEDS_MODEL
@@ -234,12 +235,13 @@ def test_fast_path_gives_exactly_what_the_model_gives():
 def test_only_the_writers_write():
     """The matcher skips the model for a plain line naming no command in WRITERS: every command the model
     sees write a file must be there, and each one there must write with some arguments."""
-    from cems_cli.command import model
+    from cems_cli.command import _programs, model
     from cems_cli.command.plain import NEEDS_MODEL, WRITERS
 
     arguments = ["a b", "-i a b", "-i -e x a", "--in-place a b", "-o out a", "--output=o a", "-O o a",
                  "--output-document=o a", "of=f", "-t dir a", "--target-directory=d a", "x a b c", "-pi a"]
-    names = (set(WRITERS) | set(model._SHELLS) | {"git", "cat", "ls", "echo", "printf", "make", "npm", "grep",
+    names = (set(WRITERS) | set(_programs._SHELLS) | {"git", "cat", "ls", "echo", "printf", "make", "npm",
+             "grep",
              "find", "tar", "unzip", "gzip", "mkdir", "chgrp", "sort", "split", "csplit", "xz", "zip", "awk",
              "python", "node", "docker", "kubectl", "pip", "cargo", "go", "head", "tail", "wc", "diff", "jq",
              "yq", "sqlite3", "psql", "ssh", "sftp", "ftp", "nc", "openssl", "base64", "gpg", "editor"})
