@@ -34,8 +34,8 @@ import os
 
 from cems_cli.command.folders import DIRECTORY_CHANGERS, PATH_MAX, folders
 from cems_cli.command.folders import resolve as _resolve
+from cems_cli.rules._candidates import split_compound, strip_prefixes
 from cems_cli.rules.guard import protected_paths
-from cems_cli.rules.matcher import split_compound, strip_prefixes
 
 # Commands that only read what they are given (as long as nothing is redirected into a file).
 _READERS = frozenset({

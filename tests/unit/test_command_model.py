@@ -14,7 +14,8 @@ from cems_cli.capture.tool_patterns import parse_command
 from cems_cli.command.invocations import capture_commands
 from cems_cli.command.model import analyse
 from cems_cli.command.plain import plain_simples
-from cems_cli.rules.matcher import command_shape, decide, pattern_shape, shape_matches
+from cems_cli.rules._shapes import command_shape, pattern_shape, shape_matches
+from cems_cli.rules.matcher import decide
 from cems_cli.rules.model import make_rule
 
 CORPUS = Path(__file__).with_name("command_corpus.jsonl")

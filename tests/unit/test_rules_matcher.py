@@ -7,22 +7,17 @@ import random
 
 import pytest
 
-from cems_cli.rules import matcher
-from cems_cli.rules.matcher import (
-    Decision,
-    compile_pattern,
-    decide,
-    main_field,
-    split_compound,
-    strip_prefixes,
-)
+from cems_cli.rules import _candidates, _compile, matcher
+from cems_cli.rules._candidates import split_compound, strip_prefixes
+from cems_cli.rules._compile import compile_pattern
+from cems_cli.rules.matcher import Decision, decide, main_field
 from cems_cli.rules.model import make_rule
 from cems_cli.rules.snapshot import SnapshotRule
 
 
 def candidate_values(field: str, tool_input: dict, cwd: str | None = None) -> list[str]:
     """The strings a rule's pattern is tried against for `field` of the tool input."""
-    return matcher._values(field, tool_input, cwd).texts
+    return _candidates._values(field, tool_input, cwd).texts
 
 
 def rule(pattern: str, tool: str = "Bash", action: str = "block", **kw):
@@ -301,7 +296,7 @@ def test_patterns_are_compiled_once():
     first = compile_pattern("git push --force*")
     assert compile_pattern("git push --force*") is first
     assert compile_pattern("git push --force*", regex=True) is not first
-    assert ("git push --force*", False) in matcher._cache
+    assert ("git push --force*", False) in _compile._cache
 
 
 def _random_pattern(rng: random.Random) -> str:
@@ -358,7 +353,7 @@ def test_regex_literals(pattern, literals):
     import re
 
     re.compile(pattern)
-    assert matcher.regex_literals(pattern) == literals
+    assert _compile.regex_literals(pattern) == literals
 
 
 def test_regex_literals_are_always_inside_a_match():
@@ -377,7 +372,7 @@ def test_regex_literals_are_always_inside_a_match():
             compiled = re.compile(pattern)
         except re.error:
             continue
-        literals = matcher.regex_literals(pattern)
+        literals = _compile.regex_literals(pattern)
         for value in strings:
             if compiled.search(value):
                 checked += 1
@@ -390,16 +385,16 @@ def test_glob_literal_head_is_always_a_prefix_of_a_match():
     values = ["", "a", "ab", "ba", "a/b", "ab ab", "-a", "[a"]
     for _ in range(3000):
         pattern = _random_pattern(rng)
-        head = matcher._glob_literal_head(pattern)
+        head = _compile._glob_literal_head(pattern)
         for value in values:
             if fnmatch.fnmatchcase(value, pattern):
                 assert value.startswith(head), (pattern, head, value)
 
 
 def test_regex_rules_that_cannot_match_do_not_compile():
-    matcher._cache.pop((r"^kubectl\s+delete", True), None)
+    _compile._cache.pop((r"^kubectl\s+delete", True), None)
     assert decide([rule(r"^kubectl\s+delete", regex=True)], "Bash", {"command": "git status"}) is None
-    assert (r"^kubectl\s+delete", True) not in matcher._cache
+    assert (r"^kubectl\s+delete", True) not in _compile._cache
     kubectl = rule(r"^kubectl\s+delete", regex=True)
     assert decide([kubectl], "Bash", {"command": "kubectl  delete x"}) is not None
 
