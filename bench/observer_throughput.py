@@ -55,7 +55,7 @@ def make_transcript(folder: Path, megabytes: float, seed: int) -> tuple[Path, in
 
 
 def parse_only(path: Path) -> dict:
-    from cems_cli.capture.observations import ChunkBuilder
+    from cems_cli.capture.chunks import ChunkBuilder
     from cems_cli.capture.transcript import LineReader, Malformed, parse_line
 
     started = time.perf_counter()

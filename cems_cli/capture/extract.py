@@ -1,6 +1,6 @@
 """Deterministic extraction: what a finished turn says that a developer wants back next week.
 
-Works on what the turn model (`observations.ChunkBuilder`) gathered, with no LLM:
+Works on what the turn model (`chunks.ChunkBuilder`) gathered, with no LLM:
 * the real outcome of a tool call: ran, failed, denied by a rule (a PreToolUse hook), denied by the user;
 * `decisions`: sentences of the prompt or the final answer that decide ("use X instead of Y", "from now on");
 * `preferences`: what the user states about how things are to be done ("always…", "never…", "I prefer…");

@@ -28,18 +28,10 @@ from typing import TYPE_CHECKING, BinaryIO, TypeVar
 import psycopg
 
 from cems_cli.capture import sessions
-from cems_cli.capture.observations import (
-    EXTRACTION_SYSTEM,
-    SOURCE,
-    Chunk,
-    ChunkBuilder,
-    Limits,
-    Observation,
-    clip,
-    extraction_prompt,
-    parse_extraction,
-    session_tags,
-)
+from cems_cli.capture.chunks import ChunkBuilder
+from cems_cli.capture.digests import session_tags
+from cems_cli.capture.extraction import EXTRACTION_SYSTEM, extraction_prompt, parse_extraction
+from cems_cli.capture.observations import SOURCE, Chunk, Limits, Observation, clip
 from cems_cli.capture.observer_settings import ObserverSettings
 from cems_cli.capture.transcript import LineReader, Malformed, parse_line
 from cems_cli.store import observer as store

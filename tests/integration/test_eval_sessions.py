@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cems_cli.capture.observations import EXTRACTION_SYSTEM
+from cems_cli.capture.extraction import EXTRACTION_SYSTEM
 from tests.support.transcripts import Transcript, redis_turn
 
 pytestmark = pytest.mark.real_model  # judges recall: the real model

@@ -248,7 +248,7 @@ def one_pass(path: Path, *, home: Path | None = None, unique: bool = True) -> li
     """What a file should become: (text, category) of every observation from folding it whole, then
     flushing (as an idle session is) — the reference the incremental and crashing runs must match.
     `unique=False`: every observation as produced, repeats included (a pattern seen in several turns)."""
-    from cems_cli.capture.observations import ChunkBuilder
+    from cems_cli.capture.chunks import ChunkBuilder
 
     builder = ChunkBuilder(ignore_under=home)
     chunks = []

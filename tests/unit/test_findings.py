@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from cems_cli.capture import sessions
+from cems_cli.capture.chunks import ChunkBuilder
 from cems_cli.capture.extract import finding_sentences, near_duplicate, request_gist, states_a_fact
-from cems_cli.capture.observations import Chunk, ChunkBuilder
+from cems_cli.capture.observations import Chunk
 from cems_cli.capture.transcript import parse_line
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "findings"

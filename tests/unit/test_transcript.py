@@ -9,14 +9,9 @@ import random
 
 import pytest
 
-from cems_cli.capture.observations import (
-    NO_OBSERVE_MARKER,
-    ChunkBuilder,
-    Limits,
-    clip,
-    command_key,
-    parse_extraction,
-)
+from cems_cli.capture.chunks import ChunkBuilder
+from cems_cli.capture.extraction import parse_extraction
+from cems_cli.capture.observations import NO_OBSERVE_MARKER, Limits, clip, command_key
 from cems_cli.capture.transcript import (
     AssistantText,
     LineReader,
