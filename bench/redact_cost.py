@@ -5,7 +5,7 @@ Three outputs of 10 KB each, as the hook sees them: a source file read with line
 log, and a shell session that prints a few secrets (an `.env`, a `curl`, an `.netrc`). For each it prints
 the median and p95 of `sanitize_for_storage` over many calls in one process (patterns already compiled),
 and separately what importing the module (compiling its patterns) costs in a fresh interpreter, which the
-hook pays only when `spool.may_need_redaction` says a text may hold a secret.
+hook pays only when `safe_text.may_need_redaction` says a text may hold a secret.
 Writes bench/results/redact_cost.json.
 
 With --baseline (another checkout's cems_cli/text/redact.py, e.g. from `git archive main`), both versions

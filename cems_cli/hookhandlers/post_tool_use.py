@@ -45,7 +45,7 @@ def _text(value: Any) -> str | None:
 
 
 def event_data(payload: dict[str, Any]) -> dict[str, Any]:
-    """What is kept of the event (before `spool.clip_tree` cleans and trims every string in it)."""
+    """What is kept of the event (before `safe_text.clip_tree` cleans and trims every string in it)."""
     tool_name = payload.get("tool_name")
     response = payload.get("tool_response")
     if tool_name in READ_ONLY_TOOLS and isinstance(response, dict):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cems_cli.capture import spool
+from cems_cli.capture import safe_text
 from cems_cli.capture.worker import process_pending
 from tests.support.paths import PAYLOADS, SAMPLE_SESSION
 
@@ -298,20 +298,20 @@ def test_concurrent_hooks_lose_nothing_and_duplicate_nothing(home):
 
 def test_clip_keeps_head_and_tail_and_never_half_a_secret():
     text = "start " + "word " * 2000 + AWS_KEY + " " + "word " * 2000 + "end"
-    clipped = spool.clip(text, 100, 100)
+    clipped = safe_text.clip(text, 100, 100)
     assert clipped.startswith("start word") and clipped.endswith("word end")
     assert "cut here" in clipped and AWS_KEY[:8] not in clipped
     # A secret straddling the cut is redacted as a whole or dropped, never kept in part.
     for offset in range(-30, 30, 3):
         text = "x " * (50 + offset) + GITHUB_TOKEN + " tail" * 400
-        assert "a1B2c3D4" not in spool.clip(text, 100, 50)
+        assert "a1B2c3D4" not in safe_text.clip(text, 100, 50)
     # A private block that opens in the head and closes in the tail is gone from both.
     text = "public <private>" + "hidden " * 3000 + "</private> visible"
-    assert spool.clip(text, 50, 50) == "public  visible"
+    assert safe_text.clip(text, 50, 50) == "public  visible"
 
 
 def test_secret_looking_keys_hide_their_values():
-    tree = spool.clip_tree({"env": {"DB_PASSWORD": DB_PASSWORD, "token_count": "12", "path": "/x"}})
+    tree = safe_text.clip_tree({"env": {"DB_PASSWORD": DB_PASSWORD, "token_count": "12", "path": "/x"}})
     assert tree == {"env": {"DB_PASSWORD": "[REDACTED:secret]", "token_count": "12", "path": "/x"}}
 
 

@@ -1,4 +1,4 @@
-"""The PostToolUse hook skips importing redaction when `spool.may_need_redaction` says a text cannot hold
+"""The PostToolUse hook skips importing redaction when `safe_text.may_need_redaction` says a text cannot hold
 a secret; that shortcut must know every gate of every shape redaction has, or a new kind is spooled raw."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from cems_cli.capture import spool
+from cems_cli.capture import safe_text
 from cems_cli.text import _redact_shapes, redact
 
 # Gates that are secret-ish names: the shapes behind them need a `:` or `=` after the name (a header, an
@@ -33,20 +33,20 @@ TAILED_GATES = {
 
 @pytest.mark.parametrize(("kind", "gate"), _gates())
 def test_the_shortcut_sees_every_gate(kind, gate):
-    commands = dict(spool._COMMAND_TRIGGERS)
+    commands = dict(safe_text._COMMAND_TRIGGERS)
     if gate in NAME_GATES:
-        assert spool.may_need_redaction(f"{gate}: x") and spool.may_need_redaction(f"{gate}=x"), kind
+        assert safe_text.may_need_redaction(f"{gate}: x") and safe_text.may_need_redaction(f"{gate}=x"), kind
     elif gate in TAILED_GATES:
-        assert not spool.may_need_redaction(f"{gate} ")
-        assert spool.may_need_redaction(TAILED_GATES[gate]), kind
+        assert not safe_text.may_need_redaction(f"{gate} ")
+        assert safe_text.may_need_redaction(TAILED_GATES[gate]), kind
     elif gate in commands:
         # a client (or a .netrc keyword) alone changes nothing: its password option must be there too
-        assert not spool.may_need_redaction(f"{gate} --help")
+        assert not safe_text.may_need_redaction(f"{gate} --help")
         for option in commands[gate]:
-            assert spool.may_need_redaction(f"{gate} {option}x"), (gate, option)
+            assert safe_text.may_need_redaction(f"{gate} {option}x"), (gate, option)
     else:
-        assert spool.may_need_redaction(gate), kind
-        assert spool.may_need_redaction(gate.upper()) and spool.may_need_redaction(gate.lower()), kind
+        assert safe_text.may_need_redaction(gate), kind
+        assert safe_text.may_need_redaction(gate.upper()) and safe_text.may_need_redaction(gate.lower()), kind
 
 
 SECRETS = [
@@ -111,10 +111,10 @@ SECRETS = [
 @pytest.mark.parametrize("text", SECRETS)
 def test_the_shortcut_never_skips_a_new_kind(text):
     assert redact.sanitize_for_storage(text) != text  # the sample really is a secret
-    assert spool.may_need_redaction(text) and spool.may_need_redaction(f"ok\n{text}\nok")
+    assert safe_text.may_need_redaction(text) and safe_text.may_need_redaction(f"ok\n{text}\nok")
     # uppercased, it may no longer be one (Mailgun's key- is lowercase); when it still is, it is seen
     shouted = text.upper()
-    assert spool.may_need_redaction(shouted) or redact.sanitize_for_storage(shouted) == shouted
+    assert safe_text.may_need_redaction(shouted) or redact.sanitize_for_storage(shouted) == shouted
 
 
 def test_the_shortcut_is_never_wrong_on_random_text_with_the_new_kinds():
@@ -135,7 +135,7 @@ def test_the_shortcut_is_never_wrong_on_random_text_with_the_new_kinds():
     ]
     for _ in range(4000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
-        if not spool.may_need_redaction(text):
+        if not safe_text.may_need_redaction(text):
             assert redact.sanitize_for_storage(text) == text, text
 
 
@@ -143,7 +143,7 @@ def test_a_megabyte_without_private_tags_skips_the_tag_scan():
     """`clip` strips `<private>` from the whole text: ASCII text without "private" must not pay for it."""
     line = "<b>tests/test_api.py::test_case PASSED</b>\n"
     text = line * (1_000_000 // len(line))
-    assert spool._strip_private(text) is text
+    assert safe_text._strip_private(text) is text
 
 
 @pytest.mark.parametrize(
@@ -158,7 +158,7 @@ def test_a_megabyte_without_private_tags_skips_the_tag_scan():
 )
 def test_the_shortcut_skips_plain_output_that_only_mentions_a_name(text):
     """Names without a separator after them, clients without a password option: no import needed."""
-    assert not spool.may_need_redaction(text)
+    assert not safe_text.may_need_redaction(text)
     assert redact.sanitize_for_storage(text) == text
 
 
@@ -171,5 +171,5 @@ def test_the_shortcut_is_never_wrong_on_random_names_and_separators():
     ]
     for _ in range(6000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 14)))
-        if not spool.may_need_redaction(text):
+        if not safe_text.may_need_redaction(text):
             assert redact.sanitize_for_storage(text) == text, text

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from cems_cli.capture import spool
+from cems_cli.capture import safe_text
 from cems_cli.capture.tool_patterns import (
     ToolEvent,
     bash_failed,
@@ -296,8 +296,8 @@ def test_read_only_and_unknown_tools_are_ignored():
 
 
 def test_the_shortcut_knows_every_secret_shape_redaction_has():
-    """When redact.py learns a new kind of secret, spool._SHAPE_TRIGGERS must learn its trigger too."""
-    assert _redact_shapes._SHAPE_KINDS == spool.REDACTION_KINDS
+    """When redact.py learns a new kind of secret, safe_text._SHAPE_TRIGGERS must learn its trigger too."""
+    assert _redact_shapes._SHAPE_KINDS == safe_text.REDACTION_KINDS
 
 
 SECRETS = [
@@ -323,8 +323,8 @@ SECRETS = [
 @pytest.mark.parametrize("text", SECRETS)
 def test_the_shortcut_never_skips_a_secret(text):
     assert redact.sanitize_for_storage(text) != text  # the sample really is a secret
-    assert spool.may_need_redaction(text)
-    assert spool.may_need_redaction(text.upper()) and spool.may_need_redaction(f"ok\n{text}\nok")
+    assert safe_text.may_need_redaction(text)
+    assert safe_text.may_need_redaction(text.upper()) and safe_text.may_need_redaction(f"ok\n{text}\nok")
 
 
 CLEAN_OUTPUTS = [
@@ -337,7 +337,7 @@ CLEAN_OUTPUTS = [
 
 @pytest.mark.parametrize("text", CLEAN_OUTPUTS)
 def test_the_shortcut_skips_plain_output(text):
-    assert not spool.may_need_redaction(text)
+    assert not safe_text.may_need_redaction(text)
     assert redact.sanitize_for_storage(text) == text
 
 
@@ -350,5 +350,5 @@ def test_the_shortcut_is_never_wrong_on_random_text():
     ]
     for _ in range(3000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 14)))
-        if not spool.may_need_redaction(text):
+        if not safe_text.may_need_redaction(text):
             assert redact.sanitize_for_storage(text) == text, text
