@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from cems_cli.capture.command_kinds import parse_command
 from cems_cli.capture.observations import command_key
-from cems_cli.capture.tool_patterns import parse_command
 from cems_cli.command.invocations import capture_commands
 from cems_cli.command.model import analyse
 from cems_cli.command.plain import plain_simples

@@ -7,13 +7,10 @@ import random
 import pytest
 
 from cems_cli.capture import safe_text
-from cems_cli.capture.tool_patterns import (
-    ToolEvent,
-    bash_failed,
-    derive_statements,
-    error_line,
-    parse_command,
-)
+from cems_cli.capture.bash_outcome import bash_failed
+from cems_cli.capture.command_kinds import parse_command
+from cems_cli.capture.error_lines import error_line
+from cems_cli.capture.tool_patterns import ToolEvent, derive_statements
 from cems_cli.text import _redact_shapes, redact
 
 CWD = "/home/dev/acme-api"
