@@ -4,7 +4,7 @@
 * `cems_cli.command.plain`: the fast path, command lines with no shell syntax beyond quotes and separators
   (most of them), split without any import;
 * `cems_cli.command.tree`: everything else, parsed with tree-sitter-bash and expanded where the value is
-  static (quotes, escapes, `$'…'`, braces, `${IFS}`, variables assigned earlier on the line);
+  static (quotes, escapes, `$'…'`, braces, `${IFS}`: `_expand`; variables assigned earlier on the line);
 * `cems_cli.command.model`: what the simple commands run once wrappers are unwrapped (`sudo`, `timeout`,
   `ssh host …`, `docker run …`, `bash -c …`, `git -c alias.…`), which files they write, and what cannot be
   known before the line runs (`eval "$x"`, `… | sh`, a command name from `$(…)`); the programs it knows are
