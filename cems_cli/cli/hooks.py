@@ -93,8 +93,9 @@ def install(
 
     --mcp: also the MCP server (`cems mcp`), pinned or portable the same way.
     """
-    from cems_cli.hooks_install import InstallError, scan_settings, style_for
+    from cems_cli.hooks_install import InstallError, style_for
     from cems_cli.hooks_install import install as do_install
+    from cems_cli.hooks_scan import scan_settings
     from cems_cli.mcp import register
 
     path, home, scope = _resolve(scope, settings)

@@ -16,7 +16,8 @@ from cems_cli import procs
 from cems_cli.cli.common import console
 
 if TYPE_CHECKING:
-    from cems_cli.hooks_install import InstalledHook, Invocation, SettingsScan
+    from cems_cli.hooks_commands import Invocation
+    from cems_cli.hooks_scan import InstalledHook, SettingsScan
 
 
 # --- doctor ----------------------------------------------------------------------------------------------
@@ -140,7 +141,7 @@ def _executable(program: str) -> bool:
 
 def _runnable(hook: InstalledHook) -> tuple[Invocation | None, str | None]:
     """(how to run the hook, None) when it is exactly a command CEMS writes, else (None, the problem)."""
-    from cems_cli.hooks_install import NotRunnable, invocation
+    from cems_cli.hooks_commands import NotRunnable, invocation
 
     try:
         return invocation(hook.command), None
@@ -187,7 +188,8 @@ def _static_problems(hook: InstalledHook, home: Path) -> tuple[list[str], list[s
 
 
 def diagnose(files: list[tuple[str, Path]], home: Path, cwd: Path, run: bool) -> dict[str, Any]:
-    from cems_cli.hooks_install import HOOKS, known_commands, scan_settings
+    from cems_cli.hooks_install import HOOKS, known_commands
+    from cems_cli.hooks_scan import scan_settings
 
     scans: list[SettingsScan] = [
         scan_settings(path, scope, known_commands(home, path)) for scope, path in files

@@ -135,7 +135,8 @@ def _duplicates(cwd: Path) -> list[str]:
     """CEMS's own hook or MCP installs that Claude Code reads besides the plugin: with both, every hook
     would run twice (Claude Code runs a plugin's hook beside an identical settings command) and every
     tool would be offered twice."""
-    from cems_cli.hooks_install import scan_settings, settings_path
+    from cems_cli.hooks_install import settings_path
+    from cems_cli.hooks_scan import scan_settings
     from cems_cli.mcp import register
 
     found: list[str] = []

@@ -87,8 +87,9 @@ def _hook_files(home: Path) -> list[Path]:
 
 def remove_hooks(home: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """(one result per settings file, errors): `cems hooks uninstall` on each, then its backup."""
-    from cems_cli.hooks_install import InstallError, scan_settings
+    from cems_cli.hooks_install import InstallError
     from cems_cli.hooks_install import uninstall as uninstall_hooks
+    from cems_cli.hooks_scan import scan_settings
 
     results: list[dict[str, Any]] = []
     errors: list[str] = []

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from cems_cli.cli.plugin import PLUGIN, PLUGIN_ID, TOOL_PREFIX
-from cems_cli.hooks_install import HOOKS, parse_command, portable_hook_command
+from cems_cli.hooks_commands import parse_command
+from cems_cli.hooks_install import HOOKS, portable_hook_command
 from cems_cli.mcp import register
 from cems_cli.mcp.tools import BY_NAME
 from tests.conftest import REPO, cems_subprocess

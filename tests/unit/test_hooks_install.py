@@ -14,15 +14,12 @@ from pathlib import Path
 import pytest
 
 from cems_cli.hookentry import HANDLERS
+from cems_cli.hooks_commands import Invocation, NotRunnable, invocation, parse_command
 from cems_cli.hooks_install import (
     HOOKS,
     InstallError,
-    Invocation,
-    NotRunnable,
     hook_command,
     install,
-    invocation,
-    parse_command,
     portable_hook_command,
     settings_path,
     style_for,
