@@ -12,10 +12,8 @@ call leaves the items in place for a later attempt (with exponential backoff).
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import os
-import re
 import stat
 import threading
 import time
@@ -27,13 +25,19 @@ from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
 import psycopg
 
-from cems_cli.capture import sessions
 from cems_cli.capture.chunks import ChunkBuilder
-from cems_cli.capture.digests import session_tags
 from cems_cli.capture.extraction import EXTRACTION_SYSTEM, extraction_prompt, parse_extraction
-from cems_cli.capture.observations import SOURCE, Chunk, Limits, Observation, clip
+from cems_cli.capture.memory_writer import MemoryWriter
+from cems_cli.capture.observations import SOURCE, Chunk, Limits, Observation
 from cems_cli.capture.observer_settings import ObserverSettings
-from cems_cli.capture.transcript import LineReader, Malformed, parse_line
+from cems_cli.capture.transcript import (
+    LineReader,
+    Malformed,
+    fingerprint,
+    opened_path,
+    parse_line,
+    regular_file,
+)
 from cems_cli.store import observer as store
 from cems_cli.store.observer import FileRow
 
@@ -41,7 +45,6 @@ if TYPE_CHECKING:
     from cems_cli.config import Settings
     from cems_cli.llm import JsonChat
     from cems_cli.service import MemoryService
-    from cems_cli.store.records import NewMemory
 
 log = logging.getLogger("cems.observer")
 _T = TypeVar("_T")
@@ -123,6 +126,7 @@ class Observer:
     ) -> None:
         self.svc = service
         self.source = source  # the trigger: "observer" (the daemon), "session" (the Stop hook's worker)
+        self.writer = MemoryWriter(service, source)
         self.settings = settings
         self.llm = llm
         self.user = service.settings.user
@@ -150,7 +154,7 @@ class Observer:
                 continue
             for folder, _, names in os.walk(root):  # followlinks=False: a linked folder is not entered
                 paths = (Path(folder, name) for name in names if name.endswith(".jsonl"))
-                found.update(path for path in paths if _regular(path))
+                found.update(path for path in paths if regular_file(path))
         return sorted(found)
 
     def _root_of(self, path: Path) -> Path | None:
@@ -286,7 +290,7 @@ class Observer:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 log.info("%s: not read (not a regular file)", path)
-            elif str(path) not in self._ended and not self._watched(path, _opened_path(fd, path)):
+            elif str(path) not in self._ended and not self._watched(path, opened_path(fd, path)):
                 log.info("%s: not read (it leads outside the watched folders)", path)
             else:
                 handle = os.fdopen(fd, "rb")
@@ -305,7 +309,7 @@ class Observer:
             return FileRow(path=str(path), device=st.st_dev, inode=st.st_ino)
         if st.st_size < row.offset:
             reason = "truncated"
-        elif row.fingerprint_len and _fingerprint(handle, row.fingerprint_len) != row.fingerprint:
+        elif row.fingerprint_len and fingerprint(handle, row.fingerprint_len) != row.fingerprint:
             reason = "replaced"
         else:
             # Same content, maybe under a new inode (copied back, synced): carry on from the offset.
@@ -377,7 +381,7 @@ class Observer:
             )
             if new.fingerprint_len < FINGERPRINT_BYTES and end > new.fingerprint_len:
                 new.fingerprint_len = min(FINGERPRINT_BYTES, end)
-                new.fingerprint = _fingerprint(handle, new.fingerprint_len)
+                new.fingerprint = fingerprint(handle, new.fingerprint_len)
             self._commit(row, new, chunks, report)
             if end > start:
                 report.files_read += 1 if first else 0
@@ -402,107 +406,6 @@ class Observer:
             new.version = current.version + 1
             store.save_file(conn, self.user, new)
 
-    def _store(self, observation: Observation, report: RunReport) -> None:
-        if observation.key:
-            self._store_counted(observation, report)
-            return
-        memory = self._prepare(observation)
-        if memory is None:
-            return
-        _id, created = self.svc.store(memory)
-        if created:
-            report.observations += 1
-        else:
-            report.duplicates += 1
-
-    def _store_counted(self, observation: Observation, report: RunReport) -> None:
-        """One memory per `key` (a command a rule blocked), however often it is seen: a later sighting
-        adds its count to the memory's and moves its date (and citation) to the latest sighting. Runs in the
-        caller's transaction, which also moves the transcript offset: each sighting is counted once."""
-        from cems_cli.store import memories
-
-        tag = "seen:" + hashlib.blake2b(observation.key.encode("utf-8"), digest_size=8).hexdigest()
-        existing = memories.find_live_tagged(self.svc.conn, self.svc.identity, tag)
-        count = observation.count + (_seen_count(existing.content) if existing else 0)
-        at = _timestamp(observation.created_at)
-        latest = at if existing is None or at is None or at > existing.created_at else existing.created_at
-        text = observation.text
-        if count > 1:
-            text = f"{text} Tried {count} times, last on {latest:%Y-%m-%d}." if latest else text
-        memory = self._prepare(replace(observation, text=text, tags=[*observation.tags, tag]))
-        if memory is None:
-            return
-        if existing is None:
-            memory_id, created = self.svc.store(memory)
-            report.observations += int(created)
-            report.duplicates += int(not created)
-            if not created:  # the same text stored before memories were counted: count on from it
-                memories.add_tag(self.svc.conn, memory_id, tag)
-            return
-        if latest is not at:  # an older sighting read late (a backlog): the latest one keeps the citation
-            memory = replace(memory, tags=existing.tags, source_ref=None, created_at=None)
-        if self.svc.replace(existing.id, memory):
-            memories.keep_latest_evidence(self.svc.conn, existing.id, memory)
-        report.duplicates += 1
-
-    def _prepare(self, observation: Observation) -> NewMemory | None:
-        from cems_cli.errors import UserError
-
-        try:
-            return self.svc.prepare(
-                observation.text,
-                category=observation.category,
-                tags=observation.tags,
-                title=observation.title,
-                project=provenance(observation.project, observation.session_id, observation.line),
-                source=self.source,
-                created_at=_timestamp(observation.created_at),
-            )
-        except UserError as error:  # e.g. nothing left after redaction: there is nothing to store
-            log.debug("observation skipped: %s", error)
-            return None
-
-    def _record_sessions(self, chunks: list[Chunk], report: RunReport) -> None:
-        """Fold each closed turn into its session's record and keep the session's one context memory up
-        to date, inside the caller's transaction (so exactly once, like the offset)."""
-        conn = self.svc.conn
-        for chunk in chunks:
-            if not chunk.session_id:
-                continue
-            record, memory_id = store.lock_session(conn, self.user, chunk.session_id)
-            if record is None:
-                record = sessions.new_record(chunk.session_id, chunk.project, chunk.branch, chunk.sidechain)
-                record["line"] = chunk.line
-            record = sessions.merge(record, chunk.session)
-            if sessions.worth_remembering(record):
-                memory_id = self._store_context(record, memory_id, report)
-            store.save_session(conn, self.user, chunk.session_id, record, memory_id)
-
-    def _store_context(self, record: dict, memory_id: str | None, report: RunReport) -> str | None:
-        text = sessions.render(record)
-        observation = Observation(
-            text=text,
-            category="context",
-            tags=session_tags(record["session_id"], record.get("branch") or ""),
-            project=record.get("project"),
-            title=clip(f"Session {record['session_id'][:8]}: {(record.get('asked') or ['work'])[0]}", 80),
-            created_at=record.get("last_at") or None,
-            session_id=record["session_id"],
-            line=int(record.get("line") or 0),
-        )
-        memory = self._prepare(observation)
-        if memory is None:
-            return memory_id
-        if memory_id and self.svc.replace(memory_id, memory):
-            report.sessions_updated += 1
-            return memory_id
-        new_id, created = self.svc.store(memory)
-        if created:
-            report.observations += 1
-        else:
-            report.duplicates += 1
-        return new_id
-
     def _forget(self, row: FileRow, report: RunReport) -> None:
         """The transcript is gone (Claude Code cleans up old ones): store what it left open, drop its row."""
         conn = self.svc.conn
@@ -518,14 +421,14 @@ class Observer:
     def _emit(self, path: str, chunks: list[Chunk], report: RunReport) -> None:
         """What closed chunks become, inside the caller's transaction: memories now (digests), or backlog
         items for LLM extraction."""
-        self._record_sessions(chunks, report)
+        self.writer.record_sessions(chunks, report)
         if self.llm is not None:
             store.add_backlog(self.svc.conn, self.user, path, [chunk.to_json() for chunk in chunks])
             report.backlog += len(chunks)
         else:
             for chunk in chunks:
                 for observation in chunk.observations:
-                    self._store(observation, report)
+                    self.writer.store(observation, report)
         report.chunks += len(chunks)
 
     # ------------------------------------------------------------------------------------ idle sessions
@@ -624,7 +527,7 @@ class Observer:
             if store.remove_backlog(conn, self.user, ids) != len(ids):
                 raise _Conflict("backlog")
             for observation in observations:
-                self._store(observation, report)
+                self.writer.store(observation, report)
         report.extracted += 1
 
     def _llm_backoff(self, error: str, report: RunReport) -> None:
@@ -680,59 +583,5 @@ class Observer:
         }
 
 
-def _regular(path: Path) -> bool:
-    """A regular file itself, not a link to one (lstat), nor a FIFO, socket or device."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _opened_path(fd: int, path: Path) -> str:
-    """Where the open file really is: /proc's link for the descriptor on Linux (no race with a rename
-    or a swapped folder), else the path with its links resolved."""
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return os.path.realpath(path)
-
-
-def _fingerprint(handle: BinaryIO, length: int) -> str:
-    # pread: the LineReader owns the handle's position and must not see it move.
-    data = os.pread(handle.fileno(), length, 0)
-    if len(data) < length:
-        return ""
-    return hashlib.sha256(data).hexdigest()
-
-
-def _timestamp(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        stamp = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
-
-
-_SEEN = re.compile(r" Tried (\d+) times, last on \d{4}-\d{2}-\d{2}\.$")
-
-
-def _seen_count(text: str) -> int:
-    """How many sightings a counted memory's text says it stands for (one when it does not say)."""
-    match = _SEEN.search(text)
-    return int(match.group(1)) if match else 1
-
-
 def _iso(value: object) -> str | None:
     return value.isoformat() if isinstance(value, datetime) else None
-
-
-def provenance(project: str | None, session_id: str, line: int) -> str | None:
-    """`source_ref` of a captured memory: the project, then the session and transcript line it came from
-    (`project:acme/api:session:3f1c2a9e-…:L42`), so a result can cite where it was learned. Project filters
-    and boosts match `project:<id>` followed by ':' (store/memories.project_clause)."""
-    if not session_id:
-        return project
-    where = f"session:{session_id}" + (f":L{line}" if line else "")
-    return f"{project}:{where}" if project else where

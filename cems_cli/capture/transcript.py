@@ -1,4 +1,5 @@
-"""Claude Code transcript JSONL: complete lines from a byte offset, and each line as typed events.
+"""Claude Code transcript JSONL: complete lines from a byte offset, each line as typed events, and the file
+itself (a regular file, where it really is once open, a fingerprint of its head).
 
 The format is internal to Claude Code and changes between releases (hooks-reference §5), so parsing is
 defensive: unknown line types and block types are ignored, a line that is not a JSON object is reported
@@ -7,10 +8,14 @@ as malformed (the caller counts it and moves on), and every field is read with a
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, BinaryIO
 
 READ_BLOCK = 1024 * 1024
@@ -277,3 +282,31 @@ def block_text(content: Any) -> str:
 
 def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
+
+
+# --- the transcript file itself (the observer reads each one exactly once, as it was when opened) ---------
+
+
+def regular_file(path: Path) -> bool:
+    """A regular file itself, not a link to one (lstat), nor a FIFO, socket or device."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def opened_path(fd: int, path: Path) -> str:
+    """Where the open file really is: /proc's link for the descriptor on Linux (no race with a rename
+    or a swapped folder), else the path with its links resolved."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(path)
+
+
+def fingerprint(handle: BinaryIO, length: int) -> str:
+    # pread: the LineReader owns the handle's position and must not see it move.
+    data = os.pread(handle.fileno(), length, 0)
+    if len(data) < length:
+        return ""
+    return hashlib.sha256(data).hexdigest()
