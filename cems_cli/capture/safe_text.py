@@ -57,10 +57,10 @@ def _tail(text: str, limit: int) -> str:
 # substrings (and `<private>` contains "private"): a shape of its own, a client with its password option
 # (`mysql … -p…`, `curl … -u …`), or a secret-ish name followed by a separator (`KEY=…`, `"token": …`,
 # `--password …`, `Authorization: …`, `X-Api-Key: …`). ASCII text without any comes out of redaction
-# unchanged, so the hook need not import the redaction module, whose ~45 regular expressions take 10–30 ms
-# to compile: a third of the hook's budget, spent on every `ls`. Written for the shapes in REDACTION_KINDS;
-# tests/unit/test_tool_patterns.py fails when redact.py gains a shape not listed there, and
-# tests/unit/test_redact_shortcut.py when a shape's gate is missing here.
+# unchanged, so the hook need not import the redaction module, whose ~45 regular expressions take 10–30 ms to
+# compile: a third of the hook's budget, spent on every `ls`. Written for the shapes in REDACTION_KINDS;
+# tests/unit/test_tool_patterns.py fails when redaction (text/_redact_shapes.py) gains a shape not listed
+# there, and tests/unit/test_redact_shortcut.py when a shape's gate is missing here.
 _SHAPE_TRIGGERS = tuple(
     "private :// akia asia github_pat_ sk- k_live_ k_test_ xox aiza eyj hooks.slack.com discord cookie hf_ "
     "api_org_ npm_ sg. hvs. hvb. dapi pypi-age _v1_ ya29. gocspx- xapp- whsec_ lin_api_ ntn_ tt3 atbb pmak- "
@@ -90,14 +90,16 @@ _COMMAND_TRIGGERS = (
     ("machine", ("password",)), ("default", ("password",)),  # .netrc
 )
 _NAME_TRIGGERS = tuple("secret token pass pwd key cred auth".split())
-# What may follow a secret-ish word before the separator in the patterns of redact.py: at most 40 more key
-# characters (`pass` + `word`), a quote closing a quoted key, at most 64 blanks. Checked in a window of 128.
+# What may follow a secret-ish word before the separator in the redaction patterns (text/_redact_names.py): at
+# most 40 more key characters (`pass` + `word`), a quote closing a quoted key, at most 64 blanks. Checked in a
+# window of 128.
 _KEY_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_.-"
 _KEY_TAIL = 40
 _QUOTES = "\"'`"
 _FLAG_CHARS = "abcdefghijklmnopqrstuvwxyz-"
 _WORD_OR_DASH = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
-# "my password for the db is …": redact.py allows `for` and three words of at most 64 characters between.
+# "my password for the db is …": redaction (text/_redact_commands.py) allows `for` and three words of at most
+# 64 characters between.
 _SAID_WINDOW = 300
 REDACTION_KINDS = frozenset(
     "private_key password bearer aws_access_key aws_secret_key github_token anthropic_key openai_key "
@@ -140,12 +142,12 @@ def _hex_follows(text: str, prefix: str, length: int) -> bool:
     return False
 
 
-# The words redact.py's "password is …" pattern starts with (pytest's PASSED is none of them).
+# The words redaction's "password is …" pattern starts with (pytest's PASSED is none of them).
 _SAID_WORDS = ("password", "passphrase", "passcode", "passwd")
 
 
 def _says_a_password(lowered: str) -> bool:
-    """"password is …": one of the words, then ` is` or ` was` later on its line (within redact.py's
+    """"password is …": one of the words, then ` is` or ` was` later on its line (within redaction's
     bound)."""
     for word in _SAID_WORDS:
         found = lowered.find(word)
@@ -196,7 +198,7 @@ def _names_a_value(lowered: str) -> bool:
 
 def _flags_a_value(lowered: str) -> bool:
     """`--password x`, `--db-token x`: an option starting a word whose dashed words include a secret-ish one
-    (redact.py's flag pattern spans at most 6 words of 30 letters after the `--`)."""
+    (redaction's flag pattern spans at most 6 words of 30 letters after the `--`)."""
     found = lowered.find("--")
     while found >= 0:
         if found and lowered[found - 1] in _WORD_OR_DASH:

@@ -293,7 +293,7 @@ def test_read_only_and_unknown_tools_are_ignored():
 
 
 def test_the_shortcut_knows_every_secret_shape_redaction_has():
-    """When redact.py learns a new kind of secret, safe_text._SHAPE_TRIGGERS must learn its trigger too."""
+    """When redaction learns a new kind of secret, safe_text._SHAPE_TRIGGERS must learn its trigger too."""
     assert _redact_shapes._SHAPE_KINDS == safe_text.REDACTION_KINDS
 
 
