@@ -109,8 +109,6 @@ def command_for(spec: HookSpec, style: Style, home: Path, python: str | None = N
     return hook_command(spec.script, python, home)
 
 
-
-
 # --- settings files and the manifest ---------------------------------------------------------------------
 
 

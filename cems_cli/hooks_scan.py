@@ -10,8 +10,6 @@ from pathlib import Path
 from cems_cli.hooks_commands import CemsCommand, parse_command
 from cems_cli.hooks_install import InstallError, _read_settings
 
-# --- finding what is installed (doctor) ------------------------------------------------------------------
-
 
 @dataclass(frozen=True)
 class InstalledHook:

@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     from cems_cli.capture.tool_patterns import ToolEvent
 
 
-# --------------------------------------------------------------------------- did a Bash call fail?
-
 _EXIT_CODE_FIELDS = ("exitCode", "exit_code", "returnCode", "returncode")
 _FAILURE_MARKERS = re.compile(
     r"^Exit code [1-9]\d*\s*$"

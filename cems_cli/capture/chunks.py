@@ -61,9 +61,6 @@ _FAILURE = re.compile(
 _VARIANT_PROGRAMS = frozenset("make just task npm pnpm yarn bun".split())
 
 
-# --------------------------------------------------------------------------- the open chunk
-
-
 @dataclass
 class _Open:
     """State of the chunk being gathered; plain JSON types only (it is stored with the file offset)."""

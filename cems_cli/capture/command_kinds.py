@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from cems_cli.capture.error_lines import one_line
 from cems_cli.command.invocations import capture_commands
 
-# --------------------------------------------------------------------------- what a command is
-
 
 @dataclass(frozen=True)
 class Segment:

@@ -20,9 +20,6 @@ if TYPE_CHECKING:
     from cems_cli.capture.chunks import _Open
 
 
-# --------------------------------------------------------------------------- digests
-
-
 def session_tags(session_id: str, branch: str = "") -> list[str]:
     tags = [f"session:{session_id}"] if session_id else []
     if branch:

@@ -7,8 +7,6 @@ from typing import Any
 from cems_cli.capture.digests import session_tags
 from cems_cli.capture.observations import LLM_CATEGORIES, NO_OBSERVE_MARKER, Chunk, Observation, clip
 
-# --------------------------------------------------------------------------- LLM extraction
-
 EXTRACTION_SYSTEM = """You turn a coding agent's session transcript into long-term memories for its developer.
 Answer with one JSON object: {"observations": [{"category": "...", "title": "...", "text": "..."}]}.
 Categories:

@@ -135,7 +135,6 @@ class MemoryWriter:
         return new_id
 
 
-
 def _timestamp(value: str | None) -> datetime | None:
     if not value:
         return None

@@ -24,9 +24,6 @@ _MAX_ITEMS = 50
 _SECRETISH = ("secret", "token", "pass", "pwd", "key", "cred", "auth")
 
 
-# --- making text safe to keep ---------------------------------------------------------------------------
-
-
 def _storable(text: str) -> str:
     """Lone surrogates (JSON "\\ud800" escapes decode to them) cannot be encoded as UTF-8: replace them."""
     if text.isascii():

@@ -47,7 +47,6 @@ BUSY_TIMEOUT_SECONDS = 10.0
 MAX_ATTEMPTS = 3  # a turn that fails this often for a reason of its own is set aside as "failed"
 
 
-
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS tool_events (
         tool_use_id  TEXT PRIMARY KEY,
@@ -244,8 +243,6 @@ class transaction:  # noqa: N801 - used like a function: `with transaction(conn)
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
         self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
-
-
 
 
 # --- what the hooks write -------------------------------------------------------------------------------

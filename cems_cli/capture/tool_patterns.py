@@ -83,8 +83,6 @@ class Statement:
     at: float  # when that event was captured
 
 
-
-
 # --------------------------------------------------------------------------- statements
 
 _EDIT_TOOLS = {

@@ -217,8 +217,6 @@ def _print_mcp(result: dict[str, Any], installing: bool) -> None:
     console.print(text, markup=False, soft_wrap=True)
 
 
-
-
 @hooks_app.command("doctor")
 def doctor(
     scope: str | None = DoctorScopeOption,

@@ -20,9 +20,6 @@ if TYPE_CHECKING:
     from cems_cli.hooks_scan import InstalledHook, SettingsScan
 
 
-# --- doctor ----------------------------------------------------------------------------------------------
-
-
 def _samples(cwd: str) -> dict[str, dict[str, Any]]:
     """One realistic stdin per event, of the kind Claude Code sends. The session id marks it as the
     doctor's: the PostToolUse and Stop handlers store nothing for it (DOCTOR_SESSION_PREFIX)."""

@@ -8,8 +8,6 @@ from __future__ import annotations
 MAX_BRACE_WORDS = 256  # `{a,b}{c,d}…`: past this many words a brace word is left as written
 
 
-# --- static expansion ---------------------------------------------------------------------------------------
-
 # A piece of a word: (text, quoted, static, split); `split`: an unquoted expansion, field-split later.
 Piece = tuple
 
@@ -163,8 +161,6 @@ def _sequence(ends: list[str]) -> list[str] | None:
     return None
 
 
-
-
 def _split_by_ifs(value: str, ifs: str | None, source: str) -> Piece:
     """An unquoted expansion after the line set IFS (`IFS=,; x=rm,-rf,/; $x` runs `rm -rf /`): its value
     with every IFS character made a blank, for `fields` to split on. Blanks not in IFS split too, which can
@@ -174,8 +170,6 @@ def _split_by_ifs(value: str, ifs: str | None, source: str) -> Piece:
     if ifs == "":
         return (value, False, True, False)  # no field splitting at all
     return (value.translate({ord(char): " " for char in ifs}), False, True, True)
-
-
 
 
 def fields(pieces: list[Piece]) -> list[tuple[str, bool]]:

@@ -9,8 +9,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from cems_cli.command.model import Analysis
 
-# --- writes -------------------------------------------------------------------------------------------------
-
 
 def _operands(argv: list[str], short_values: str = "", long_values: frozenset[str] = _NONE) -> list[str]:
     """The operands of argv[1:], options anywhere among them (GNU style) and the values of those that take

@@ -6,8 +6,6 @@ from __future__ import annotations
 from cems_cli.command._programs import _WRAPPERS
 from cems_cli.command.words import _is_assignment, basename, simples, skip_options
 
-# --- capture's view -----------------------------------------------------------------------------------------
-
 
 class Invocation:
     """A top-level command as capture sees it: its words without environment assignments, redirections or

@@ -72,7 +72,6 @@ class Analysis:
 # --- parsing ------------------------------------------------------------------------------------------------
 
 
-
 def analyse(text: str) -> Analysis:
     analysis = Analysis()
     _analyse_text(text, 0, analysis)
@@ -127,8 +126,6 @@ def _printed(simple: Simple | None) -> str | None:
     if name == "cat" and len(simple.words) == 1 and simple.stdin and all(s is not None for s in simple.stdin):
         return "\n".join(s for s in simple.stdin if s is not None)
     return None
-
-
 
 
 # --- one simple command ------------------------------------------------------------------------------------
@@ -295,8 +292,6 @@ def _unwrap(argv: list[str], static: list[bool], stdin: list[str | None], depth:
             return
         _special(name, argv, static, stdin, depth, analysis)
         return
-
-
 
 
 def _xargs_shell(argv: list[str], start: int, static: list[bool], analysis: Analysis) -> None:

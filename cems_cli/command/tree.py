@@ -78,8 +78,6 @@ def parser() -> Any:
     return _parser
 
 
-
-
 class _Context:
     """Variables known so far (None: assigned, value unknown) and where found commands go."""
 
@@ -156,8 +154,6 @@ def _pieces(node: Any, context: _Context, quoted: bool = False) -> list[Piece]:
     return [(_unescape_unquoted(_text(node)), False, True, False)]
 
 
-
-
 def _plain_expansion_name(node: Any) -> str | None:
     """`$NAME` / `${NAME}`; None for `${x:-y}`, `${#x}`, `$1`, `$@` and the like."""
     names = [child for child in node.children if child.is_named]
@@ -185,9 +181,6 @@ def _string_pieces(node: Any, context: _Context) -> list[Piece]:
             pieces.extend(_pieces(child, context, True))
         position = child.end_byte
     return pieces
-
-
-
 
 
 # --- walking the tree --------------------------------------------------------------------------------------

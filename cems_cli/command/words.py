@@ -22,8 +22,6 @@ def simples(text: str, depth: int = 0) -> tuple[list[Simple], bool]:
     return tree_simples(text, depth)
 
 
-
-
 def basename(word: str) -> str:
     """`/bin/rm` and `./rm` run `rm`; a word with a substitution is left whole."""
     if "/" not in word or "$" in word or "`" in word:
@@ -76,8 +74,6 @@ def option_value(argv: list[str], start: int, end: int, short: str, long: str) -
             value = word[at + 1:] or (argv[i + 1] if i + 1 < end else None)
         i += 1
     return value
-
-
 
 
 _UNKNOWN_PROGRAM = "\0"

@@ -25,10 +25,6 @@ _WRAPPERS = frozenset({"sudo", "env", "command", "exec", "nohup", "time", "built
 _COMPOUND_SEPARATORS = ("&&", "||", "|&", ";", "|", "\n")
 
 
-
-# --- candidate values -----------------------------------------------------------------------------------
-
-
 def split_compound(command: str) -> list[str]:
     """Sub-commands of a shell line split on `&&`, `||`, `;`, `|` and newlines (quotes are not parsed: a
     separator inside quotes splits too, which can only add matches, never hide one)."""
@@ -152,8 +148,6 @@ class _Values:
 
 _MISSING = object()
 _shape_cache: dict[str, Any] = {}
-
-
 
 
 def _values(field: str, tool_input: Mapping[str, Any], cwd: str | None) -> _Values:

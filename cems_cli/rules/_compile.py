@@ -11,8 +11,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 
-# --- pattern compilation (once per process) ------------------------------------------------------------
-
 _cache: dict[tuple[str, bool], Callable[[str], bool]] = {}
 
 
@@ -63,11 +61,8 @@ def _compile_glob(pattern: str) -> Callable[[str], bool]:
     return match
 
 
-
-
 def _has_glob_syntax(text: str) -> bool:
     return "*" in text or "?" in text or "[" in text
-
 
 
 # Cheap early "no" before compiling: a process lives for one tool call, so compiling hundreds of patterns

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from cems_cli.rules._compile import _has_glob_syntax, compile_pattern
 
-# --- command shapes ---------------------------------------------------------------------------------------
 # Functions and tuples rather than classes: this module is imported before every tool call.
 
 # Spellings of one option, per command (`rm`) or subcommand (`git push`): a rule's `-r` also means `-R` and

@@ -392,7 +392,6 @@ def _model_check(command: str, plain: str, cwd: str | None, protected: list[str]
     return None
 
 
-
 def _is_settings_file(path: str) -> bool:
     head, name = os.path.split(path)
     return name in ("settings.json", "settings.local.json") and os.path.basename(head) == ".claude"

@@ -56,7 +56,6 @@ TIMED_OUT = (f"not checked within the {REGEX_BUDGET_SECONDS:g} s regex budget, s
              "CEMS_RULES_ON_TIMEOUT=allow lets such calls through")
 
 
-
 class Decision:
     """The winning rule for one tool call: what to do, which rule said so, and the value it matched.
     `unchecked`: the rule could not be checked within the time budget, and counts as matched."""
@@ -92,12 +91,7 @@ def main_field(tool_name: str, rule_field: str | None) -> str:
     return _MAIN_FIELDS.get(tool_name, "")
 
 
-
-
 # --- decision -------------------------------------------------------------------------------------------
-
-
-
 
 
 def _tool_matches(rule_tool: str, tool_name: str) -> bool:
@@ -109,8 +103,6 @@ def _tool_matches(rule_tool: str, tool_name: str) -> bool:
     # `mcp__github__*` cannot match `Bash`: checking the literal head first spares compiling the glob.
     return (_has_glob_syntax(rule_tool) and tool_name.startswith(_glob_literal_head(rule_tool))
             and compile_pattern(rule_tool)(tool_name))
-
-
 
 
 def _project_of(project: str | None | Callable[[], str | None], memo: list[str | None]) -> str | None:

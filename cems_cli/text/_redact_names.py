@@ -54,7 +54,6 @@ def _replace_named_secret(match: re.Match[str]) -> str:
 _REPLACE_SECRET = _replace_secret_group("secret")
 
 
-
 # Command-line flags: `--password hunter2`. (`--password=…` is an assignment, handled below.)
 _FLAG = re.compile(
     r"(?P<keep>(?<![\w-])--(?:[a-z]{1,30}+-){0,6}?(?:password|passwd|token|secret|api-key|apikey)"
@@ -73,8 +72,6 @@ def _replace_flag(match: re.Match[str]) -> str:
         return match.group(0)
     return f"{match.group('keep')}{quote}{_marker('secret')}{quote}"
 
-
-# --- secrets recognised by the name they are assigned to ------------------------------------------------
 
 # Any key containing a secret-ish word, then `=`, `:`, `:=` or `=>`, then a value on the same line; the key is
 # checked precisely in `_key_is_sensitive`. Bounded repetitions keep the scan linear over long base64 blobs,

@@ -91,7 +91,6 @@ _URL_PASSWORD = re.compile(
 )
 
 
-
 _SHAPE_RULES: list[_Shape] = [
     # Whole blocks, pairs and URLs first, so the tokens inside them are redacted as part of them.
     _Shape("private_key", ["PRIVATE KEY"], _PRIVATE_KEY),

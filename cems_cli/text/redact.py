@@ -81,7 +81,6 @@ def strip_private(text: str) -> str:
     return "".join(kept)
 
 
-
 def redact_secrets(text: str) -> str:
     """Replace every recognised secret with `[REDACTED:kind]`, keeping the text around it."""
     if not text:
