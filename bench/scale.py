@@ -185,9 +185,10 @@ def measure(size: int, texts: list[str], vectors: np.ndarray, asked: list[str], 
     from cems_cli.config import load_settings
     from cems_cli.server.daemon import stop_server
     from cems_cli.service import MemoryService
-    from cems_cli.store.search import HNSW_EF_SEARCH
+    from cems_cli.store.search import ef_search_for
 
-    entry: dict = {}
+    product_ef = ef_search_for(size)
+    entry: dict = {"product_ef_search": product_ef}
     with kept_home(args.keep, size) as home:
         settings = load_settings(home=home, user="bench", team=None, database_url=None, llm_base_url=None,
                                  llm_api_key=None, project="project:bench/app", embedding_backend="local",
@@ -212,11 +213,11 @@ def measure(size: int, texts: list[str], vectors: np.ndarray, asked: list[str], 
             exact = exact_top(query_vectors, vectors[:size])
             index_of = {memory_id: i for i, memory_id in enumerate(ids)}
             entry["recall@10"], entry["vector_query_ms"] = {}, {}
-            for ef in sorted(set(EF_SEARCH) | {HNSW_EF_SEARCH}):
+            for ef in sorted(set(EF_SEARCH) | {product_ef}):
                 recall, latencies = hnsw_recall(svc, query_vectors, exact, index_of, ef_search=ef)
                 entry["recall@10"][str(ef)] = round(recall, 4)
                 entry["vector_query_ms"][str(ef)] = summary(latencies)
-            svc.conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}")
+            svc.conn.execute(f"SET hnsw.ef_search = {product_ef}")
             log(f"{size:,}: recall {entry['recall@10']}")
             if args.recall_only:
                 return entry
@@ -257,8 +258,6 @@ def main() -> int:
 
     from cems_cli.config import load_settings
     from cems_cli.embedding import get_embedder
-    from cems_cli.store.search import HNSW_EF_SEARCH
-
     def log(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
@@ -278,7 +277,7 @@ def main() -> int:
     asked = questions(args.recall_queries + args.queries + args.hybrid_queries + args.hook_runs + 20)
     results: dict = {"index_with": args.index_with or "defaults (m=16, ef_construction=64)",
                      "real_texts": len(real_texts), "mined_from_sessions": mined, "filler_noise": NOISE,
-                     "product_ef_search": HNSW_EF_SEARCH, "questions": len(asked), "sizes": {}}
+                     "questions": len(asked), "sizes": {}}
     for size in sizes:
         results["sizes"][str(size)] = measure(size, texts, vectors, asked, args, log)
         write_results(args.out, results)
@@ -289,17 +288,18 @@ def main() -> int:
         return 0
     rows = []
     for size, e in results["sizes"].items():
-        rows.append((f"{int(size):,}", e["recall@10"][str(HNSW_EF_SEARCH)], e["vector"]["p50"],
+        rows.append((f"{int(size):,}", e["product_ef_search"], e["recall@10"][str(e["product_ef_search"])],
+                     e["vector"]["p50"],
                      e["vector"]["p95"], e["hybrid"]["p50"], e["hybrid"]["p95"], e["hook"]["p50"],
                      e.get("load_seconds", "kept"), e["disk"]["tables_mb"], e["disk"]["hnsw_mb"],
                      e["disk"]["gin_mb"], e["server_rss_mb"]))
-    print_table(f"Scale (real texts {len(real_texts):,}, {mined:,} mined from sessions; "
-                f"ef_search {HNSW_EF_SEARCH})",
-                ["memories", "recall@10", "vector p50", "p95", "hybrid p50", "p95", "hook p50", "load s",
-                 "tables MB", "HNSW MB", "GIN MB", "server RSS MB"], rows)
+    print_table(f"Scale (real texts {len(real_texts):,}, {mined:,} mined from sessions)",
+                ["memories", "ef_search", "recall@10", "vector p50", "p95", "hybrid p50", "p95", "hook p50",
+                 "load s", "tables MB", "HNSW MB", "GIN MB", "server RSS MB"], rows)
     print_table("Recall@10 against exact search by ef_search",
-                ["memories", *map(str, sorted(set(EF_SEARCH) | {HNSW_EF_SEARCH}))],
-                [(f"{int(s):,}", *e["recall@10"].values()) for s, e in results["sizes"].items()])
+                ["memories", *map(str, EF_SEARCH)],
+                [(f"{int(s):,}", *(e["recall@10"].get(str(ef), "") for ef in EF_SEARCH))
+                 for s, e in results["sizes"].items()])
     print(f"results: {write_results(args.out, results)}")
     return 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -13,7 +14,17 @@ import psycopg
 from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
-HNSW_EF_SEARCH = 200  # bench/hnsw_recall.py: 100 is borderline for recall@10 ≥ 0.95, 200 always reaches it
+# The HNSW beam, by store size. Recall@10 of the product's vector query against exact search, for real
+# questions over memories of real text (bench/scale.py; pgvector 0.8, m 16, ef_construction 64): 100k chunks
+# 0.935 at ef 100, 0.989 at 200; 200k chunks 0.806 at 200, 0.888 at 400, 0.962 at 800 (the vector query alone
+# 6.1, 9.0 and 16.4 ms p50). A denser graph did not help: ef_construction 128 gave 0.790 / 0.905.
+HNSW_EF_SEARCH = 200
+HNSW_EF_SEARCH_LARGE = 400
+HNSW_LARGE_STORE = 150_000  # chunks in the store (planner statistics) from which the larger beam is used
+
+
+def ef_search_for(chunks: float) -> int:
+    return HNSW_EF_SEARCH_LARGE if chunks >= HNSW_LARGE_STORE else HNSW_EF_SEARCH
 
 
 @dataclass(frozen=True)
@@ -50,19 +61,24 @@ def filter_clause(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
     return " AND ".join(where), params
 
 
-# Connections already set up for search: the settings last as long as the session, and two SETs per search
-# were two round trips of every query.
-_PREPARED: weakref.WeakSet[psycopg.Connection] = weakref.WeakSet()
+# Connections already set up for search, until when: two SETs per search were two round trips of every
+# query. Looked at again every few minutes, as a long-lived connection (the search server's) sees the store
+# grow past HNSW_LARGE_STORE.
+_PREPARED: weakref.WeakKeyDictionary[psycopg.Connection, float] = weakref.WeakKeyDictionary()
+_PREPARED_SECONDS = 600.0
 
 
 def prepare_session(conn: psycopg.Connection) -> None:
-    if conn in _PREPARED:
+    now = time.monotonic()
+    if _PREPARED.get(conn, 0.0) > now:
         return
+    row = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'memory_chunks'::regclass").fetchone()
+    ef_search = ef_search_for(max(float(row[0]) if row else 0.0, 0.0))
     # Iterative scans keep an HNSW search going until enough rows pass the filters (pgvector ≥ 0.8).
     idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}; SET hnsw.iterative_scan = relaxed_order")
+    conn.execute(f"SET hnsw.ef_search = {ef_search}; SET hnsw.iterative_scan = relaxed_order")
     if idle and conn.autocommit:  # inside a transaction, a rollback would undo the SETs: not remembered
-        _PREPARED.add(conn)
+        _PREPARED[conn] = now + _PREPARED_SECONDS
 
 
 def vector_hits(

@@ -252,6 +252,25 @@ def test_search_settings_are_set_once_per_connection(env):
         fresh.close()
 
 
+def test_a_large_store_searches_with_a_wider_beam(env, monkeypatch):
+    """Recall@10 fell to 0.81 at 200k chunks of real text with the beam of a small store (bench/scale.py)."""
+    from cems_cli.config import load_settings
+    from cems_cli.store import search
+    from cems_cli.store.db import connect
+
+    assert search.ef_search_for(search.HNSW_LARGE_STORE - 1) == search.HNSW_EF_SEARCH
+    large = search.ef_search_for(search.HNSW_LARGE_STORE)
+    assert large == search.HNSW_EF_SEARCH_LARGE > search.HNSW_EF_SEARCH
+    fresh = connect(load_settings())
+    try:
+        fresh.execute("ANALYZE memory_chunks")  # the test store's chunks, in the planner's statistics
+        monkeypatch.setattr(search, "HNSW_LARGE_STORE", 1)
+        search.prepare_session(fresh)
+        assert fresh.execute("SHOW hnsw.ef_search").fetchone()[0] == str(search.HNSW_EF_SEARCH_LARGE)
+    finally:
+        fresh.close()
+
+
 def test_a_when_question_lifts_the_memories_that_say_when(cli, tmp_path):
     lines = [
         {"content": "Moved the session cache to Redis last Friday."},
