@@ -67,6 +67,20 @@ def test_every_recall_setting_is_a_knob_the_prompt_hook_can_send():
     assert RecallOptions.knobs()["limit"] is int and RecallOptions.knobs()["min_relative"] is float
 
 
+def test_the_prompt_hook_sends_every_recall_knob_of_its_environment():
+    from cems_cli.hookhandlers.user_prompt_submit import _recall_overrides
+
+    environ = {
+        "CEMS_RECALL_LIMIT": "2", "CEMS_RECALL_MIN_RELATIVE": "0.5",
+        "CEMS_RECALL_SOME_NEW_KNOB": "3.5",  # a knob added later reaches the server without a change here
+        "CEMS_RECALL_MIN_SCORE": "0", "CEMS_RECALL_MIN_SIMILARITY": "abc",  # left to the server's settings
+        "CEMS_RECALL_TIME_BUDGET": "3",  # the hook's own budget
+        "CEMS_RECALL_QUERY": "1", "CEMS_RECALL_BUDGET_MS": "9",  # never the request's own keys
+        "CEMS_SEARCH_LIMIT": "4",
+    }
+    assert _recall_overrides(environ) == {"limit": 2, "min_relative": 0.5, "some_new_knob": 3.5}
+
+
 def test_the_library_takes_options_or_keywords_not_both():
     from cems_cli.api import Memory
 
