@@ -100,17 +100,20 @@ def _probe(set_name: str, rows: list[dict[str, Any]]) -> Any:
     def probe(service: MemoryService, questions: list[SessionQuestion]) -> None:
         for question in questions:
             project = project_for_dir(question.project_cwd)
-            results = service.recall(question.question, project=project, limit=10, token_budget=100_000,
-                                     min_score=0.0, min_relative=0.0, min_similarity=0.0,
-                                     min_confidence=0.0, explain=True)
+            unfiltered = service.recall_options(current_project=project, limit=10, token_budget=100_000,
+                                                min_score=0.0, min_relative=0.0, min_similarity=0.0,
+                                                min_confidence=0.0, explain=True)
+            results = service.recall(question.question, unfiltered)
             add(question, question.qid, question.project, question.project_cwd, "recall", results)
-            found = service.search(question.question, limit=10, explain=True, cwd=question.project_cwd,
-                                   track_access=False, include_weak=True)
+            asked = service.search_options(limit=10, explain=True, cwd=question.project_cwd,
+                                           track_access=False, include_weak=True)
+            found = service.search(question.question, asked)
             add(question, question.qid, question.project, question.project_cwd, "search", found)
         for name, cwd in sorted({(q.project, q.project_cwd) for q in questions}):
             for number, query in enumerate(OFF_TOPIC):
-                found = service.search(query, limit=10, explain=True, cwd=cwd, track_access=False,
-                                       include_weak=True)
+                asked = service.search_options(limit=10, explain=True, cwd=cwd, track_access=False,
+                                               include_weak=True)
+                found = service.search(query, asked)
                 add(None, f"off-topic/{name}/{number}", name, cwd, "search", found)
     return probe
 

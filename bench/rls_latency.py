@@ -221,16 +221,17 @@ def main() -> int:
             for mode in ("vector", "hybrid"):
                 shared = []
                 for probe in probes:
-                    a = {r.id for r in on.search(probe, limit=10, mode=mode, track_access=False)}
-                    b = {r.id for r in off.search(probe, limit=10, mode=mode, track_access=False)}
+                    asked = {"limit": 10, "mode": mode, "track_access": False}
+                    a = {r.id for r in on.search(probe, on.search_options(**asked))}
+                    b = {r.id for r in off.search(probe, off.search_options(**asked))}
                     shared.append(len(a & b) / max(len(a | b), 1))
                 entry[f"{mode}_top10_agreement"] = round(sum(shared) / len(shared), 4)
             for mode, count in (("vector", args.queries), ("hybrid", args.hybrid_queries)):
                 batch = [next(pool) for _ in range(WARMUP + count)]
                 times = interleaved(
                     batch,
-                    lambda q, m=mode: on.search(q, limit=10, mode=m, track_access=False),
-                    lambda q, m=mode: off.search(q, limit=10, mode=m, track_access=False),
+                    lambda q, m=mode: on.search(q, on.search_options(limit=10, mode=m, track_access=False)),
+                    lambda q, m=mode: off.search(q, off.search_options(limit=10, mode=m, track_access=False)),
                 )
                 entry[mode] = {side: summary(values) for side, values in times.items()}
                 ratio = entry[mode]["on"]["p50"] / entry[mode]["off"]["p50"]

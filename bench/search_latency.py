@@ -63,11 +63,11 @@ def synthetic_vectors(base: np.ndarray, count: int, seed: int = 3) -> np.ndarray
 
 def timed_searches(svc, queries: list[str], mode: str) -> list[float]:
     for query in queries[:WARMUP]:
-        svc.search(query, limit=10, mode=mode, track_access=False, include_weak=True)
+        svc.search(query, svc.search_options(limit=10, mode=mode, track_access=False, include_weak=True))
     latencies = []
     for query in queries[WARMUP:]:
         started = time.perf_counter()
-        svc.search(query, limit=10, mode=mode, track_access=False, include_weak=True)
+        svc.search(query, svc.search_options(limit=10, mode=mode, track_access=False, include_weak=True))
         latencies.append((time.perf_counter() - started) * 1000)
     return latencies
 
@@ -76,7 +76,8 @@ def stage_medians(svc, queries: list[str], mode: str) -> dict[str, float]:
     """Median per-stage time the pipeline reports under --explain (empty if it reports none)."""
     samples: dict[str, list[float]] = {}
     for query in queries:
-        results = svc.search(query, limit=10, mode=mode, explain=True, track_access=False, include_weak=True)
+        options = svc.search_options(limit=10, mode=mode, explain=True, track_access=False, include_weak=True)
+        results = svc.search(query, options)
         timings = (results[0].explain.get("pipeline", {}).get("timings_ms", {}) if results else {}) or {}
         for stage, value in timings.items():
             samples.setdefault(stage, []).append(float(value))

@@ -16,8 +16,10 @@ from cems_cli import __version__
 from cems_cli.api import (
     Memory,
     MemoryRecord,
+    RecallOptions,
     Remembered,
     Rules,
+    SearchOptions,
     SearchResult,
     Status,
     StoredSummary,
@@ -29,8 +31,10 @@ from cems_cli.api import (
 __all__ = [
     "Memory",
     "MemoryRecord",
+    "RecallOptions",
     "Remembered",
     "Rules",
+    "SearchOptions",
     "SearchResult",
     "Status",
     "StoredSummary",

@@ -11,6 +11,10 @@ the MCP server, the evaluation, your own scripts).
 Everything below it (the store, the retrieval pipeline, the rules tables, maintenance) is an implementation
 detail: `Memory` is given its settings and builds what it needs lazily, so opening one costs nothing until
 the first call that needs the database (a connection) or the model (an embedding).
+
+This module is a façade over the engine (`MemoryService`, service.py, and the modules beside it), not the
+engine itself: it turns documented keywords into the engine's arguments (a search's or a recall's
+`SearchOptions` / `RecallOptions`, built once) and adds no behaviour, and every front end goes through it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from cems_cli.config import Settings
 from cems_cli.errors import UserError
 from cems_cli.maintain import STEPS as MAINTENANCE_STEPS  # `Memory.maintain`'s steps, in order
 from cems_cli.results import SearchResult
+from cems_cli.retrieval.options import RecallOptions, SearchOptions
 from cems_cli.store.records import MemoryRecord
 from cems_cli.store.summaries import StoredSummary
 from cems_cli.summaries import SummaryReport
@@ -52,8 +57,10 @@ __all__ = [
     "Memory",
     "MemoryRecord",
     "Remembered",
+    "RecallOptions",
     "Config",
     "Rules",
+    "SearchOptions",
     "SearchResult",
     "Status",
     "StoredSummary",
@@ -325,9 +332,21 @@ class Memory:
         return Remembered(*service.share(id_or_text, team=team))
 
     # Reading --------------------------------------------------------------------------------------------
+    def search_options(self, *, cwd: str | None = None, **options: Any) -> SearchOptions:
+        """The options of a search, as `search` would build them from its keywords: the settings as they
+        stand now (stored ones included), then `options` (None leaves a setting). The current project is
+        `cwd`'s unless `current_project` is given."""
+        return self._service.search_options(cwd=cwd, **options)
+
+    def recall_options(self, **options: Any) -> RecallOptions:
+        """The options of a recall: the settings as they stand now (CEMS_RECALL_*, `cems config set`), then
+        `options` (None leaves a setting)."""
+        return self._service.recall_options(**options)
+
     def search(
         self,
         query: str,
+        options: SearchOptions | None = None,
         *,
         limit: int | None = None,
         category: str | None = None,
@@ -343,15 +362,22 @@ class Memory:
         """The memories that answer `query`, best first (hybrid vector + full text unless `mode` says).
         `project` filters to one project; results of the current project (from `cwd`) rank higher. Only
         results at or above the confidence floor (CEMS_RECALL_MIN_CONFIDENCE, the prompt hook's) come back,
-        so a query that matches nothing gets []; `include_weak=True` returns the rest too, marked `weak`."""
-        return self._service.search(
-            query, limit=limit, category=category, scope=scope, project=project, mode=mode, explain=explain,
-            cwd=cwd, track_access=track_access, now=now, include_weak=include_weak,
-        )
+        so a query that matches nothing gets []; `include_weak=True` returns the rest too, marked `weak`.
+        `options` (from `search_options()`) stands for all the keywords at once."""
+        keywords = (limit, category, scope, project, mode, explain, cwd, track_access, now, include_weak)
+        if options is None:
+            options = self.search_options(
+                limit=limit, category=category, scope=scope, project=project, mode=mode, explain=explain,
+                cwd=cwd, track_access=track_access, now=now, include_weak=include_weak,
+            )
+        elif keywords != (None, None, "both", None, None, False, None, True, None, False):
+            raise TypeError("search takes options or keywords, not both")
+        return self._service.search(query, options)
 
     def recall(
         self,
         prompt: str,
+        options: RecallOptions | None = None,
         *,
         project: str | None = None,
         limit: int | None = None,
@@ -369,15 +395,22 @@ class Memory:
         is not an access (it does not raise a memory's priority) but it is use: `last_recalled` is stamped,
         which context expiry reads. `timeout` (seconds): the answer is due by then; the LLM stages share
         what is left and drop what cannot finish, so a hung endpoint cannot make the prompt wait.
-        `exclude`: ids the agent's context already holds (its session's profile); others take their place."""
+        `exclude`: ids the agent's context already holds (its session's profile); others take their place.
+        `options` (from `recall_options()`) stands for all the keywords at once."""
         import time
 
-        deadline = time.monotonic() + timeout if timeout else None
-        return self._service.recall(
-            prompt, project=project, limit=limit, token_budget=token_budget, min_score=min_score,
-            min_relative=min_relative, min_similarity=min_similarity, min_confidence=min_confidence,
-            mode=mode, deadline=deadline, exclude=exclude,
-        )
+        keywords = (project, limit, token_budget, min_score, min_relative, min_similarity, min_confidence,
+                    mode, timeout, tuple(exclude))
+        if options is None:
+            options = self.recall_options(
+                current_project=project, limit=limit, token_budget=token_budget, min_score=min_score,
+                min_relative=min_relative, min_similarity=min_similarity, min_confidence=min_confidence,
+                mode=mode, deadline=time.monotonic() + timeout if timeout else None,
+                exclude_ids=frozenset(str(i) for i in exclude),
+            )
+        elif keywords != (None,) * 9 + ((),):
+            raise TypeError("recall takes options or keywords, not both")
+        return self._service.recall(prompt, options)
 
     def profile(self, project: str | None = None, token_budget: int | None = None) -> str:
         """The `<memory-profile>` block a session starts with: pinned guidelines, preferences, recent
@@ -552,7 +585,9 @@ class Memory:
                        exclude: Sequence[str] = ()) -> list[SearchResult]:
         """What `recall` would return for this prompt, with each result's explain, without stamping the
         memories as recalled (looking is not use)."""
-        return self._service.recall(prompt, project=project, exclude=exclude, explain=True, stamp=False)
+        options = self.recall_options(current_project=project, exclude_ids=frozenset(exclude), explain=True,
+                                      stamp=False)
+        return self._service.recall(prompt, options)
 
     # The store ------------------------------------------------------------------------------------------
     def status(self) -> Status:

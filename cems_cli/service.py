@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from cems_cli.embedding import Embedder
+    from cems_cli.retrieval.options import RecallOptions, SearchOptions
     from cems_cli.store.memories import Identity
     from cems_cli.store.teams import Session
 
@@ -389,108 +390,68 @@ class MemoryService:
             self.conn, self.identity, scope=scope, category=category, project=project, limit=limit
         )
 
-    def search(
-        self,
-        query: str,
-        *,
-        limit: int | None = None,
-        category: str | None = None,
-        scope: str = "both",
-        project: str | None = None,
-        mode: str | None = None,
-        explain: bool = False,
-        cwd: str | None = None,
-        track_access: bool = True,
-        now: datetime | None = None,
-        include_weak: bool = False,
-    ) -> list[SearchResult]:
-        """Results at or above the confidence floor (recall_min_confidence, the prompt hook's); with
-        `include_weak` the rest too, each marked `weak`."""
-        from cems_cli.retrieval.pipeline import SearchRequest, run_search
+    def search_options(self, *, cwd: str | None = None, **overrides: Any) -> SearchOptions:
+        """A search's options: the live settings (read now), then `overrides` (None leaves a setting as it
+        is). The current project is `cwd`'s unless given. TypeError for an option that does not exist."""
+        from cems_cli.retrieval.options import SearchOptions
+
+        settings = self.live_settings()
+        if overrides.get("current_project") is None:
+            overrides["current_project"] = settings.current_project(cwd)
+        return SearchOptions.from_settings(settings, **overrides)
+
+    def recall_options(self, **overrides: Any) -> RecallOptions:
+        """What the prompt hook's recall asks: the live settings (CEMS_RECALL_*, `cems config set
+        recall_limit 2`, …, read now), then `overrides` (None leaves a setting as it is)."""
+        from cems_cli.retrieval.options import RecallOptions
+
+        return RecallOptions.from_settings(self.live_settings(), **overrides)
+
+    def search(self, query: str, options: SearchOptions | None = None) -> list[SearchResult]:
+        """Results at or above the confidence floor (`options.min_confidence`, the prompt hook's); with
+        `options.include_weak` the rest too, each marked `weak`. `options`: `search_options()` when None."""
+        from cems_cli.retrieval.pipeline import run_search
 
         query = " ".join((query or "").replace("\x00", "").split())
         if not query:
             raise UserError("search query is empty")
-        floor = self.live_settings().recall_min_confidence
-        limit = self.settings.search_limit if limit is None else limit
-        if limit < 1:
+        if options is None:
+            options = self.search_options()
+        if options.limit < 1:
             raise UserError("--limit must be at least 1")
-        request = SearchRequest(
-            query=query,
-            limit=limit,
-            category=self._category(category),
-            scope=self._search_scope(scope),
-            project_filter=project,
-            current_project=self.settings.current_project(cwd),
-            mode=(mode or self.settings.search_mode),
-            explain=explain,
-            now=now,
-            min_confidence=None if include_weak else floor,
-        )
-        if request.mode not in ("vector", "hybrid", "auto"):
-            raise UserError(f"unknown mode {request.mode!r} (expected one of: vector, hybrid, auto)")
+        if options.mode not in ("vector", "hybrid", "auto"):
+            raise UserError(f"unknown mode {options.mode!r} (expected one of: vector, hybrid, auto)")
+        options = options.replace(category=self._category(options.category),
+                                  scope=self._search_scope(options.scope))
         self.take_search()
-        results = run_search(self, request)
+        results = run_search(self, query, options)
         for result in results:
-            result.weak = result.confidence < floor
-        self.audit_search("search", query, request.scope, results)
-        if track_access and results:
+            result.weak = result.confidence < options.min_confidence
+        self.audit_search("search", query, options.scope, results)
+        if options.track_access and results:
             from cems_cli.store.memories import record_access
 
             record_access(self.conn, [r.id for r in results])
         return results
 
-    def recall(
-        self,
-        prompt: str,
-        *,
-        project: str | None,
-        limit: int | None = None,
-        token_budget: int | None = None,
-        min_score: float | None = None,
-        min_relative: float | None = None,
-        min_similarity: float | None = None,
-        min_confidence: float | None = None,
-        mode: str | None = None,
-        deadline: float | None = None,
-        exclude: Sequence[str] = (),
-        explain: bool = False,
-        stamp: bool = True,
-    ) -> list[SearchResult]:
-        """What the prompt hook injects; what is not given comes from the live settings (CEMS_RECALL_*,
-        `cems config set recall_limit 2`, …). `deadline`: a time.monotonic() moment the answer is due.
-        `exclude`: ids already in the agent's context, left out before the limit and budget apply.
-        `stamp=False` (a preview): last_recalled is left as it was."""
-        from cems_cli.retrieval.pipeline import SearchRequest, run_search
+    def recall(self, prompt: str, options: RecallOptions | None = None) -> list[SearchResult]:
+        """What the prompt hook injects. `options`: `recall_options()` when None; its `deadline` is a
+        time.monotonic() moment the answer is due, its `exclude_ids` the ids already in the agent's context
+        (left out before the limit and budget apply), and `stamp=False` (a preview) leaves last_recalled as
+        it was."""
+        from cems_cli.retrieval.pipeline import run_search
         from cems_cli.store.memories import record_recall
 
         query = " ".join((prompt or "").replace("\x00", "").split())
         if not query:
             return []
-        s = self.live_settings()
-        request = SearchRequest(
-            query=query,
-            limit=max(1, s.recall_limit if limit is None else limit),
-            category=None,
-            scope="both",
-            project_filter=None,
-            current_project=project,
-            mode=mode or s.search_mode,
-            token_budget=s.recall_token_budget if token_budget is None else token_budget,
-            min_score=s.recall_min_score if min_score is None else min_score,
-            min_relative=s.recall_min_relative if min_relative is None else min_relative,
-            min_similarity=s.recall_min_similarity if min_similarity is None else min_similarity,
-            min_confidence=s.recall_min_confidence if min_confidence is None else min_confidence,
-            deadline=deadline,
-            other_projects_captured=False,
-            general_needs_evidence=True,
-            explain=explain,
-            exclude_ids=frozenset(str(i) for i in exclude),
-        )
+        if options is None:
+            options = self.recall_options()
+        options = options.replace(limit=max(1, options.limit))
         self.take_search()
-        results = run_search(self, request)
-        self.audit_search("recall", query, request.scope, results)
-        if results and stamp:
+        results = run_search(self, query, options)
+        self.audit_search("recall", query, options.scope, results)
+        if results and options.stamp:
             # Recall on every prompt is not an access: counting it raised the priority of whatever was
             # injected, so a memory that matched loosely once was injected ever more often (on the capture
             # benchmark the session records reached priority 2.0 and topped unrelated questions). It is use,

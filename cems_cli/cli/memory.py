@@ -114,8 +114,7 @@ def search(
     check_text_size(query, _max_bytes(), "search query", "shorten it")
     explain = explain or explain_full
     with service() as svc:
-        results = svc.search(
-            query,
+        options = svc.search_options(
             limit=limit,
             category=category,
             scope=scope,
@@ -124,6 +123,7 @@ def search(
             explain=explain,
             include_weak=show_all,
         )
+        results = svc.search(query, options)
     if as_json:
         emit_json({"results": [r.to_json(with_explain=explain) for r in results]})
         return

@@ -66,10 +66,9 @@ TARGETS: dict[str, tuple[str, float]] = {
     "memories_per_session": ("<=", 5),
     "latency_p50_ms": ("<=", 80.0),
 }
-# Recall settings unset for the run: the benchmark measures the recall a user gets by default.
-_RECALL_VARS = ("CEMS_RECALL_TOKEN_BUDGET", "CEMS_RECALL_LIMIT", "CEMS_RECALL_MIN_SCORE",
-                "CEMS_RECALL_MIN_RELATIVE", "CEMS_RECALL_MIN_SIMILARITY", "CEMS_RECALL_MIN_CONFIDENCE",
-                "CEMS_RECALL_TIME_BUDGET")
+# Recall settings unset for the run (every CEMS_RECALL_*, as the prompt hook sends them all): the benchmark
+# measures the recall a user gets by default.
+_RECALL_PREFIX = "CEMS_RECALL_"
 _IDLE_SECONDS = 86_400.0  # no session goes idle during the replay; the final pass moves the clock past it
 _SERVER_START_SECONDS = 180.0
 _WARM_UP = "How do I run the tests in this project?"
@@ -186,7 +185,7 @@ def _environment(home: Path, mode: str) -> Iterator[None]:
         "CEMS_OBSERVER_LLM_MAX_ATTEMPTS": "2",
         # If this process dies before stopping it, the search server goes away on its own soon after.
         "CEMS_SERVE_IDLE_SECONDS": "600",
-        **dict.fromkeys(_RECALL_VARS),
+        **dict.fromkeys(name for name in os.environ if name.startswith(_RECALL_PREFIX)),
     }
     previous = {name: os.environ.get(name) for name in values}
     from cems_cli.config import get_settings
@@ -537,6 +536,9 @@ def _config(dataset: SessionSet, settings: Settings, *, questions: list[SessionQ
             mode: str, source: str | None, limit_questions: int | None, ingest_seconds: float,
             query_seconds: float, shift_days: float) -> dict[str, Any]:
     from cems_cli import __version__, defaults
+    from cems_cli.api import RecallOptions
+
+    defaults_recall = RecallOptions()  # the defaults, as the run unset every CEMS_RECALL_* (_RECALL_PREFIX)
 
     commit, dirty = git_state()
     return {
@@ -550,10 +552,7 @@ def _config(dataset: SessionSet, settings: Settings, *, questions: list[SessionQ
         "sessions": len(dataset.transcripts),
         "transcript_lines": sum(t.lines for t in dataset.transcripts),
         "projects": len({q.project for q in questions}),
-        "recall": {"limit": defaults.RECALL_LIMIT, "token_budget": defaults.RECALL_TOKEN_BUDGET,
-                   "min_score": defaults.RECALL_MIN_SCORE, "min_relative": defaults.RECALL_MIN_RELATIVE,
-                   "min_similarity": defaults.RECALL_MIN_SIMILARITY,
-                   "min_confidence": defaults.RECALL_MIN_CONFIDENCE,
+        "recall": {**{name: getattr(defaults_recall, name) for name in RecallOptions.knobs()},
                    "time_budget_s": defaults.RECALL_TIME_BUDGET},
         "time_shift_days": round(shift_days, 2),
         "llm_configured": settings.llm_configured,

@@ -14,6 +14,10 @@ import time
 from cems_cli import defaults
 from cems_cli.hookio import additional_context_answer, cems_home, run_hook
 
+TYPE_CHECKING = False  # `typing` costs ~25 ms to import on every prompt; annotations are strings anyway
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 _TRIVIAL = re.compile(
     r"^(?:y|n|yes|no|ok|okay|k|sure|yep|yeah|nope|thanks|thank you|thx|ty|continue|go on|go ahead|proceed|"
     r"do it|done|next|lgtm|sounds good|looks good|great|perfect|cool|nice|good|fine|right|correct|again|"
@@ -40,14 +44,29 @@ def _setting(name: str, default: float) -> float:
 
 _ANSWER_MARGIN = 0.15  # seconds kept for the reply to travel back, be formatted and printed
 
-_RECALL_OVERRIDES = (
-    ("limit", "CEMS_RECALL_LIMIT", int),
-    ("token_budget", "CEMS_RECALL_TOKEN_BUDGET", int),
-    ("min_score", "CEMS_RECALL_MIN_SCORE", float),
-    ("min_relative", "CEMS_RECALL_MIN_RELATIVE", float),
-    ("min_similarity", "CEMS_RECALL_MIN_SIMILARITY", float),
-    ("min_confidence", "CEMS_RECALL_MIN_CONFIDENCE", float),
-)
+# Every CEMS_RECALL_<NAME> of the environment is sent as `<name>` (the search server takes the names of its
+# recall options, RecallOptions.knobs(), and ignores the rest), so a new knob needs no change here. The time
+# budget is the hook's own, and the request's own keys are never overridden.
+_RECALL_PREFIX = "CEMS_RECALL_"
+_RECALL_OWN = frozenset({"time_budget", "op", "query", "project", "user", "team", "mode", "exclude",
+                         "budget_ms"})
+
+
+def _recall_overrides(environ: Mapping[str, str]) -> dict[str, int | float]:
+    """The recall knobs this environment sets: positive numbers only (what is unset, malformed or not
+    positive is left to the server's settings)."""
+    overrides: dict[str, int | float] = {}
+    for name, raw in environ.items():
+        key = name[len(_RECALL_PREFIX):].lower()
+        if not name.startswith(_RECALL_PREFIX) or key in _RECALL_OWN:
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            continue
+        if value > 0:
+            overrides[key] = int(value) if value.is_integer() else value
+    return overrides
 
 
 def handle(payload: dict) -> dict | None:
@@ -71,11 +90,7 @@ def handle(payload: dict) -> dict | None:
     }
     # Only what this environment sets: the server fills in the rest from its settings, where a value
     # stored with `cems config set` (or config.toml) applies without restarting anything.
-    for key, name, kind in _RECALL_OVERRIDES:
-        if os.environ.get(name):
-            value = _setting(name, 0.0)
-            if value > 0:
-                request[key] = int(value) if kind is int else value
+    request.update(_recall_overrides(os.environ))
     if os.environ.get("CEMS_SEARCH_MODE"):
         request["mode"] = os.environ["CEMS_SEARCH_MODE"]
     from cems_cli.injected import injected

@@ -145,13 +145,13 @@ def search(args: dict[str, Any]) -> dict[str, Any]:
     query = args["query"]
     check_text_size(query, _max_bytes(), "search query", "shorten it")
     with opened() as memory:
-        results = memory.search(
-            query,
+        options = memory.search_options(
             limit=args.get("limit"),
             category=args.get("category"),
             scope=args.get("scope", SearchScope.BOTH.value),
             project=_project(args.get("project")),
         )
+        results = memory.search(query, options)
     return search_payload(query, results, full=args.get("full", False))
 
 

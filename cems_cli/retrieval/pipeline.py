@@ -7,6 +7,10 @@ confidence → token-budgeted assembly → neighbour context.
 
 `vector` mode makes no LLM call and reads one list; `hybrid` runs everything that is configured (no LLM
 means no LLM stages, silently); `auto` lets query understanding choose between the two.
+
+What the search asks (its filters, limits, floors and ranking knobs) is one `SearchOptions`
+(retrieval/options.py), read by each stage here; `deps.settings` is for the resources only (the LLM, the
+reranker backend).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
     from cems_cli.embedding import Embedder
     from cems_cli.llm import LLMClient
     from cems_cli.results import SearchResult
+    from cems_cli.retrieval.options import SearchOptions
     from cems_cli.retrieval.types import Candidate, QueryAnalysis, RankedList
     from cems_cli.store.memories import Identity
     from cems_cli.store.records import MemoryRecord
@@ -39,43 +44,6 @@ MIN_DEPTH = 50
 # BM25 scores saturate as |x| / (|x| + 1) (QMD's normalisation, where the 0.85 / 0.15 bar comes from).
 LEXICAL_SATURATION_SCALE = 1.0
 DEADLINE_RESERVE_SECONDS = 0.25
-
-
-@dataclass(frozen=True)
-class SearchRequest:
-    query: str
-    limit: int
-    category: str | None
-    scope: str
-    project_filter: str | None
-    current_project: str | None
-    mode: str
-    explain: bool = False
-    # Hooks pass their own: a tight token budget and a floor below which nothing is worth injecting.
-    token_budget: int | None = None
-    min_score: float | None = None
-    # And a floor relative to the best result: what scores below this share of it is more likely noise.
-    min_relative: float | None = None
-    # A memory sharing no word with the query needs at least this cosine (None: CEMS_MIN_SIMILARITY).
-    min_similarity: float | None = None
-    # Nothing less likely than this to answer the query is returned (retrieval/confidence.py).
-    min_confidence: float | None = None
-    # False (what the prompt hook asks): what capture derived from another project's sessions is left out
-    # (its session records and tool patterns describe that repository), preferences aside.
-    other_projects_captured: bool = True
-    # True (what the prompt hook asks): a question about the world rather than the asker's work ("Explain
-    # what React.memo does", understand.asks_general_knowledge) gets only memories plainly about what it
-    # asks (GENERAL_MIN_LEXICAL, GENERAL_MIN_COSINE), often none.
-    general_needs_evidence: bool = False
-    # The moment the question is asked: time decay, time cues and "yesterday" count from it. None is the
-    # current time; a fixed moment makes a search reproducible (`cems eval --as-of`).
-    now: datetime | None = None
-    # A time.monotonic() moment the answer is due (the prompt hook's budget): the LLM stages share what is
-    # left before it, independent ones run at once, and a stage that cannot finish is dropped (its
-    # heuristic or the unexpanded query stands in). None: each stage has its own timeout only.
-    deadline: float | None = None
-    # Memories the asker's context already holds (the session's profile): left out, others take their place.
-    exclude_ids: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -117,7 +85,8 @@ class Trace:
         self._t = now
 
 
-def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
+def run_search(deps: SearchDeps, query: str, options: SearchOptions) -> list[SearchResult]:
+    """The results for `query` (already cleaned: one line, not empty) under `options`, best first."""
     from cems_cli.store import search as store_search
     from cems_cli.store.lexical import lexical_hits
     from cems_cli.text.terms import without_project_words
@@ -128,24 +97,24 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     store_search.prepare_session(conn)
     filters = store_search.SearchFilters(
         identity=deps.identity,
-        scope=request.scope,
-        category=request.category,
-        project=request.project_filter,
+        scope=options.scope,
+        category=options.category,
+        project=options.project,
     )
     # Fusion needs depth (a document ranked well by only one list); a single vector list does not.
-    depth = max(request.limit * 10, MIN_DEPTH) if request.mode != "vector" else max(request.limit * 3, 10)
+    depth = max(options.limit * 10, MIN_DEPTH) if options.mode != "vector" else max(options.limit * 3, 10)
 
     # 1. Understanding and routing.
     llm = None
-    if request.mode != "vector" and settings.llm_configured:  # cems_cli.llm imported only when used
+    if options.mode != "vector" and settings.llm_configured:  # cems_cli.llm imported only when used
         from cems_cli.llm import configured_client
 
         llm = configured_client(settings)
-    if llm is not None and request.deadline is not None:
+    if llm is not None and options.deadline is not None:
         # What the stages after the last LLM call need (fusion, filters, assembly): kept out of their share.
-        llm = llm.until(request.deadline - DEADLINE_RESERVE_SECONDS)
-    analysis = _understand(llm, request.query)
-    mode = analysis.route if request.mode == "auto" else request.mode
+        llm = llm.until(options.deadline - DEADLINE_RESERVE_SECONDS)
+    analysis = _understand(llm, query)
+    mode = analysis.route if options.mode == "auto" else options.mode
     trace.stages["understand"] = {
         "source": analysis.source,
         "intent": analysis.intent,
@@ -159,24 +128,24 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
     }
     trace.lap("understand")
 
-    variants = [QueryVariant("original", request.query, is_original=True, lexical=mode != "vector")]
+    variants = [QueryVariant("original", query, is_original=True, lexical=mode != "vector")]
     lexical_cache: dict[str, list[ChunkHit]] = {}
 
     # 2-4. Strong-signal probe, then expansions only when the probe is not already decisive.
     # Seed 002: a weight of 0 removes its list, so the list is not even fetched (nor, for expansions, the
     # LLM asked for them); `cems config set fusion_vector_weight 0` takes effect on the next search.
-    short_circuited = _zero_weight_lists(settings, mode)
+    short_circuited = _zero_weight_lists(options, mode)
     if short_circuited:
         trace.stages["short_circuited"] = short_circuited
     if mode != "vector":
-        lexical_cache[request.query] = lexical_hits(
-            conn, without_project_words(request.query, request.current_project), filters, depth,
-            settings.phrase_weight,
+        lexical_cache[query] = lexical_hits(
+            conn, without_project_words(query, options.current_project), filters, depth,
+            options.phrase_weight,
         )
-        signal = _strong_signal(lexical_cache[request.query], settings)
+        signal = _strong_signal(lexical_cache[query], options)
         trace.stages["strong_signal"] = signal
         if llm is not None and not signal["skip_expansion"] and "expansions" not in short_circuited:
-            variants += _expansions(deps, llm, request.query, analysis, filters)
+            variants += _expansions(deps, llm, query, analysis, filters)
         trace.lap("expand")
 
     # 5. Candidate retrieval: every variant embedded in one batch.
@@ -193,7 +162,7 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
         if variant.lexical:
             hits = lexical_cache.get(variant.text)
             if hits is None:
-                hits = lexical_hits(conn, variant.text, filters, depth, settings.phrase_weight)
+                hits = lexical_hits(conn, variant.text, filters, depth, options.phrase_weight)
             chunk_lists.append((variant, "lexical", hits))
     trace.stages["queries"] = [{"name": v.name, "text": v.text, "original": v.is_original} for v in variants]
     trace.lap("retrieve")
@@ -205,66 +174,66 @@ def run_search(deps: SearchDeps, request: SearchRequest) -> list[SearchResult]:
         return []
 
     # 6. Fusion, then the session context of each candidate.
-    fused = _fuse(settings, ranked, candidates)
-    if mode != "vector" and (settings.session_neighbour_weight or settings.session_weight):
-        fused = _session_context(conn, fused, filters, settings)
+    fused = _fuse(options, ranked, candidates)
+    if mode != "vector" and (options.session_neighbour_weight or options.session_weight):
+        fused = _session_context(conn, fused, filters, options)
     trace.lap("fuse")
 
     # 7. Reranking of the head; the tail keeps its fused order below it.
     if mode != "vector":
-        fused = _rerank(settings, llm, request.query, fused, trace)
+        fused = _rerank(settings, options, llm, query, fused, trace)
     trace.lap("rerank")
 
     # 8. Relevance filter and semantic dedup.
     from cems_cli.retrieval.filtering import filter_by_threshold, has_evidence, semantic_dedup
 
-    kept = filter_by_threshold(fused, settings.relevance_threshold)
-    min_similarity = settings.min_similarity if request.min_similarity is None else request.min_similarity
-    kept = [c for c in kept if has_evidence(c, min_similarity)]
+    kept = filter_by_threshold(fused, options.relevance_threshold)
+    kept = [c for c in kept if has_evidence(c, options.min_similarity)]
     # Near-duplicates can only crowd the results that will be shown: compare the head, keep the rest.
-    head = kept[: max(request.limit * DEDUP_WINDOW_FACTOR, 10)]
+    head = kept[: max(options.limit * DEDUP_WINDOW_FACTOR, 10)]
     _attach_embeddings(conn, head, restricted=filters.identity.restricted)
     kept = semantic_dedup(head) + kept[len(head) :]
 
     # 9. Score adjustments.
     from cems_cli.retrieval.adjust import apply_adjustments
 
-    now = request.now or datetime.now(UTC)
-    adjusted = apply_adjustments(kept, now=now, current_project=request.current_project)
-    if settings.experiments:  # stages measured but off by default, switched on by name
+    now = options.now or datetime.now(UTC)
+    adjusted = apply_adjustments(kept, now=now, current_project=options.current_project,
+                                 settings=options.adjust)
+    if options.experiments:  # stages measured but off by default, switched on by name
         from cems_cli.retrieval.experiments import Question, run_experiments
 
         adjusted, trace.stages["experiments"] = run_experiments(
-            settings.experiments, Question(request.query, now), adjusted)
-    if settings.superseded_weight < 1.0:
+            options.experiments, Question(query, now), adjusted)
+    if options.superseded_weight < 1.0:
         from cems_cli.retrieval.supersede import apply_supersession
 
-        superseded = apply_supersession(adjusted, settings.superseded_weight, SUPERSEDE_MIN_SIMILARITY)
+        superseded = apply_supersession(adjusted, options.superseded_weight, SUPERSEDE_MIN_SIMILARITY)
         if superseded:
             adjusted.sort(key=lambda c: -c.explain["adjust"]["unclamped"])
             trace.stages["superseded"] = superseded
-    if request.exclude_ids:
-        adjusted = [c for c in adjusted if c.document_id not in request.exclude_ids]
-    if not request.other_projects_captured and request.current_project:
-        adjusted = [c for c in adjusted if not _captured_elsewhere(c, request.current_project)]
-    if request.general_needs_evidence and adjusted:
-        adjusted = _general_knowledge(request.query, adjusted, trace)
-    if request.min_score is not None:
-        adjusted = [c for c in adjusted if c.score >= request.min_score]
-    if request.min_relative and adjusted:
-        floor = request.min_relative * max(c.score for c in adjusted)
+    if options.exclude_ids:
+        adjusted = [c for c in adjusted if c.document_id not in options.exclude_ids]
+    if not options.other_projects_captured and options.current_project:
+        adjusted = [c for c in adjusted if not _captured_elsewhere(c, options.current_project)]
+    if options.general_needs_evidence and adjusted:
+        adjusted = _general_knowledge(query, adjusted, trace)
+    if options.min_score is not None:
+        adjusted = [c for c in adjusted if c.score >= options.min_score]
+    if options.min_relative and adjusted:
+        floor = options.min_relative * max(c.score for c in adjusted)
         adjusted = [c for c in adjusted if c.score >= floor]
     _rate_confidence(adjusted)
-    if request.min_confidence is not None:
-        adjusted = [c for c in adjusted if c.confidence >= request.min_confidence]
+    if options.confidence_floor is not None:
+        adjusted = [c for c in adjusted if c.confidence >= options.confidence_floor]
     trace.lap("filter_adjust")
 
     # 10. Assembly within the token budget.
-    selected = _assemble(adjusted, request, settings)
+    selected = _assemble(adjusted, options)
     trace.lap("assemble")
-    results = _results(deps, selected, request, trace, documents)
-    if settings.summaries and settings.summary_results:
-        results = _overview(deps, request, query_vector, now, results, trace)
+    results = _results(deps, query, selected, options, trace, documents)
+    if options.summaries and options.summary_results:
+        results = _overview(deps, query, options, query_vector, now, results, trace)
     return results
 
 
@@ -299,7 +268,8 @@ SUMMARY_MIN_SCORE = 0.2
 
 def _overview(
     deps: SearchDeps,
-    request: SearchRequest,
+    query: str,
+    options: SearchOptions,
     query_vector: Any,
     now: datetime,
     results: list[SearchResult],
@@ -314,31 +284,31 @@ def _overview(
     from cems_cli.store.summaries import search_summaries
 
     # Summaries are personal (their owner's memories, any scope): not for a search of shared memories only.
-    if request.category is not None or request.scope == "shared" or not is_overview(request.query):
+    if options.category is not None or options.scope == "shared" or not is_overview(query):
         return results
     from cems_cli.retrieval.timecues import parse_time_cue
 
-    cue = parse_time_cue(request.query, now)
+    cue = parse_time_cue(query, now)
     start = cue.start if cue is not None else None
     end = cue.end if cue is not None else None
-    topic = overview_topic(request.query)
-    current = normalised_project(request.current_project)
+    topic = overview_topic(query)
+    current = normalised_project(options.current_project)
     if not topic:
         # "Catch me up": the project's overview, whatever its words; without a project, the overviews of
         # the projects worked on last.
         found = search_summaries(deps.conn, deps.identity.user, query_vector, "", since=start, until=end,
-                                 level=2, project=request.project_filter or current)
+                                 level=2, project=options.project or current)
         ranked = sorted(found, key=lambda s: s.period_end, reverse=True)
     else:
         # Full-text rank on the topic alone: every summary says "overview" or "memories".
         found = search_summaries(deps.conn, deps.identity.user, query_vector, " ".join(topic), since=start,
-                                 until=end, project=request.project_filter)
+                                 until=end, project=options.project)
         # Evidence first, as for memories: a word of the topic, or a cosine that close.
-        scored = [(s.score * project_factor(s.project or None, request.current_project), s) for s in found
+        scored = [(s.score * project_factor(s.project or None, options.current_project), s) for s in found
                   if s.lexical > 0 or s.cosine >= SUMMARY_MIN_COSINE]
         ranked = [s for score, s in sorted(scored, key=lambda item: item[0], reverse=True)
                   if score >= SUMMARY_MIN_SCORE]
-    wanted = min(deps.settings.summary_results, max(1, request.limit // 2))
+    wanted = min(options.summary_results, max(1, options.limit // 2))
     chosen = ranked[:wanted]
     trace.stages["summaries"] = [{"id": s.id, "level": s.level, "cosine": round(s.cosine, 4),
                                   "lexical": round(s.lexical, 4)} for s in chosen]
@@ -364,18 +334,18 @@ def _overview(
             # As likely to answer as the likeliest of its memories the search found, else unknown (0).
             confidence=max((confidence[m] for m in s.members if m in confidence), default=0.0),
             explain={"summary": {"level": s.level, "members": len(s.members), "method": s.method}}
-            if request.explain else {},
+            if options.explain else {},
         )
         for s in chosen
     ]
-    if request.min_confidence:
-        shown = [r for r in shown if r.confidence >= request.min_confidence]
+    if options.confidence_floor:
+        shown = [r for r in shown if r.confidence >= options.confidence_floor]
     if not shown:
         return results
     if results and "pipeline" in results[0].explain:
         shown[0].explain["pipeline"] = results[0].explain.pop("pipeline")
-    return _within_budget(shown, results, request.token_budget or deps.settings.context_budget,
-                          max(request.limit, len(shown)))
+    return _within_budget(shown, results, options.token_budget,
+                          max(options.limit, len(shown)))
 
 
 def _within_budget(first: list[SearchResult], rest: list[SearchResult], budget: int,
@@ -422,13 +392,13 @@ def _rate_confidence(candidates: list[Candidate]) -> None:
                                       "confidence": cand.confidence, "built_from": built}
 
 
-def _zero_weight_lists(settings: Settings, mode: str) -> list[str]:
+def _zero_weight_lists(options: SearchOptions, mode: str) -> list[str]:
     """The lists whose weight is 0 under the fusion in use: "vector" (linear fusion's cosine weight, in a
     hybrid search) and "expansions" (rrf's expansion weight)."""
     skipped: list[str] = []
-    if mode != "vector" and settings.fusion == "linear" and settings.fusion_vector_weight == 0:
+    if mode != "vector" and options.fusion == "linear" and options.fusion_vector_weight == 0:
         skipped.append("vector")
-    if settings.fusion == "rrf" and settings.rrf_expansion_weight == 0:
+    if options.fusion == "rrf" and options.rrf_expansion_weight == 0:
         skipped.append("expansions")
     return skipped
 
@@ -444,12 +414,12 @@ def _understand(llm: LLMClient | None, query: str) -> QueryAnalysis:
     return parse_llm_analysis(answer, query) if answer else heuristic_analysis(query)
 
 
-def _strong_signal(hits: list[ChunkHit], settings) -> dict[str, Any]:
+def _strong_signal(hits: list[ChunkHit], options: SearchOptions) -> dict[str, Any]:
     from cems_cli.retrieval.strong_signal import detect_strong_signal, saturate
 
     scores = [saturate(h.score, LEXICAL_SATURATION_SCALE) for h in _best_per_document(hits)[:2]]
     signal = detect_strong_signal(
-        scores, threshold=settings.strong_signal_threshold, min_gap=settings.strong_signal_gap
+        scores, threshold=options.strong_signal_threshold, min_gap=options.strong_signal_gap
     )
     return {"skip_expansion": signal.skip_expansion, "top": round(signal.top, 4), "gap": round(signal.gap, 4)}
 
@@ -567,25 +537,27 @@ def _build_candidates(
     return candidates, ranked, documents
 
 
-def _fuse(settings, ranked: list[RankedList], candidates: dict[str, Candidate]) -> list[Candidate]:
+def _fuse(
+    options: SearchOptions, ranked: list[RankedList], candidates: dict[str, Candidate]
+) -> list[Candidate]:
     from cems_cli.retrieval.fusion import fuse_candidates, linear_fuse
 
-    if settings.fusion == "linear":
+    if options.fusion == "linear":
         return linear_fuse(
             ranked,
             candidates,
-            vector_weight=settings.fusion_vector_weight,
-            lexical_coverage=settings.lexical_coverage,
-            original_weight=settings.rrf_original_weight,
-            expansion_weight=settings.rrf_expansion_weight,
+            vector_weight=options.fusion_vector_weight,
+            lexical_coverage=options.lexical_coverage,
+            original_weight=options.rrf_original_weight,
+            expansion_weight=options.rrf_expansion_weight,
         )
     return fuse_candidates(
         ranked,
         candidates,
-        k=settings.rrf_k,
-        original_weight=settings.rrf_original_weight,
-        expansion_weight=settings.rrf_expansion_weight,
-        hybrid_vector_weight=settings.hybrid_vector_weight,
+        k=options.rrf_k,
+        original_weight=options.rrf_original_weight,
+        expansion_weight=options.rrf_expansion_weight,
+        hybrid_vector_weight=options.hybrid_vector_weight,
     )
 
 
@@ -596,7 +568,9 @@ def _fuse(settings, ranked: list[RankedList], candidates: dict[str, Candidate]) 
 OUTSIDE_SESSIONS = frozenset({"patterns"})
 
 
-def _session_context(conn, fused: list[Candidate], filters: SearchFilters, settings) -> list[Candidate]:
+def _session_context(
+    conn, fused: list[Candidate], filters: SearchFilters, options: SearchOptions
+) -> list[Candidate]:
     """Neighbours in the same session lend evidence (one query places the candidates in their sessions)."""
     from cems_cli.retrieval.assemble import session_from_tags
     from cems_cli.retrieval.neighbours import SessionPosition, apply_session_context
@@ -616,9 +590,9 @@ def _session_context(conn, fused: list[Candidate], filters: SearchFilters, setti
     return apply_session_context(
         fused,
         positions,
-        window=settings.session_window,
-        neighbour_weight=settings.session_neighbour_weight,
-        session_weight=settings.session_weight,
+        window=options.session_window,
+        neighbour_weight=options.session_neighbour_weight,
+        session_weight=options.session_weight,
     )
 
 
@@ -633,7 +607,8 @@ def _attach_embeddings(conn, candidates: list[Candidate], *, restricted: bool = 
 
 
 def _rerank(
-    settings, llm: LLMClient | None, query: str, fused: list[Candidate], trace: Trace
+    settings: Settings, options: SearchOptions, llm: LLMClient | None, query: str, fused: list[Candidate],
+    trace: Trace,
 ) -> list[Candidate]:
     from cems_cli.plugins import DISABLED, RERANKERS, PluginError, RerankItem, load
     from cems_cli.retrieval.rerank_blend import best_snippet, blend_rerank
@@ -643,7 +618,7 @@ def _rerank(
     if backend == DISABLED:
         trace.stages["rerank"] = {"backend": backend, "scored": 0}
         return fused
-    head, tail = fused[: settings.rerank_input_limit], fused[settings.rerank_input_limit :]
+    head, tail = fused[: options.rerank_input_limit], fused[options.rerank_input_limit :]
     terms = query_terms(query)
     # The cosine is of the query with each candidate's stored chunk vector, computed by the server when the
     # candidates were fetched (the lexical-only ones included).
@@ -661,12 +636,12 @@ def _rerank(
     return reranked + tail
 
 
-def _assemble(candidates: list[Candidate], request: SearchRequest, settings) -> list[Candidate]:
+def _assemble(candidates: list[Candidate], options: SearchOptions) -> list[Candidate]:
     from cems_cli.retrieval.assemble import assemble_greedy
 
-    budget = request.token_budget or settings.context_budget
+    budget = options.token_budget
     counter = _token_counter(candidates, budget)
-    return assemble_greedy(candidates, counter, budget, max_results=request.limit).selected
+    return assemble_greedy(candidates, counter, budget, max_results=options.limit).selected
 
 
 def _token_counter(candidates: list[Candidate], budget: int):
@@ -682,8 +657,9 @@ def _token_counter(candidates: list[Candidate], budget: int):
 
 def _results(
     deps: SearchDeps,
+    query: str,
     selected: list[Candidate],
-    request: SearchRequest,
+    options: SearchOptions,
     trace: Trace,
     documents: dict[str, MemoryRecord],
 ) -> list[SearchResult]:
@@ -692,7 +668,7 @@ def _results(
     from cems_cli.store.search import neighbour_chunks
     from cems_cli.text.terms import query_terms
 
-    terms = query_terms(request.query)
+    terms = query_terms(query)
     results = []
     for cand in selected:
         record = documents.get(cand.document_id)
@@ -706,8 +682,8 @@ def _results(
                                                           restricted=deps.identity.restricted)
                 if index != cand.chunk_index
             ]
-        explain = {k: v for k, v in cand.explain.items()} if request.explain else {}
-        if request.explain:
+        explain = {k: v for k, v in cand.explain.items()} if options.explain else {}
+        if options.explain:
             explain["chunk_index"] = cand.chunk_index
         results.append(
             SearchResult(
@@ -728,6 +704,6 @@ def _results(
                 context=context,
             )
         )
-    if request.explain and results:
+    if options.explain and results:
         results[0].explain["pipeline"] = {"stages": trace.stages, "timings_ms": trace.timings_ms}
     return results

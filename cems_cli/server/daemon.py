@@ -89,19 +89,19 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             budget = request.get("token_budget")
             text, ids = memory.profile_with_ids(request.get("project"), int(budget) if budget else None)
             return {"text": text, "ids": ids}
-        results = memory.recall(
-            str(request.get("query", "")),
-            project=request.get("project"),
-            limit=_number(request, "limit", int),
-            token_budget=_number(request, "token_budget", int),
-            min_score=_number(request, "min_score", float),
-            min_relative=_number(request, "min_relative", float),
-            min_similarity=_number(request, "min_similarity", float),
-            min_confidence=_number(request, "min_confidence", float),
+        from cems_cli.api import RecallOptions
+
+        # The knobs the hook's environment set (CEMS_RECALL_*), each by its name; the rest from the settings.
+        knobs = {name: _number(request, name, kind) for name, kind in RecallOptions.knobs().items()}
+        budget_ms = _number(request, "budget_ms", float)
+        options = memory.recall_options(
+            **knobs,
+            current_project=request.get("project"),
             mode=str(request["mode"]) if request.get("mode") else None,
-            timeout=(budget_ms / 1000) if (budget_ms := _number(request, "budget_ms", float)) else None,
-            exclude=_ids(request.get("exclude")),
+            deadline=time.monotonic() + budget_ms / 1000 if budget_ms else None,
+            exclude_ids=frozenset(_ids(request.get("exclude"))),
         )
+        results = memory.recall(str(request.get("query", "")), options)
         return {"results": [r.to_json() for r in results]}
 
 

@@ -77,7 +77,7 @@ def test_a_large_load_builds_the_indexes_once_and_maintenance_finishes_an_interr
     # Cut short: the indexes wait, recorded, while searches go on without them (slower, not wrong).
     assert _search_indexes(lone_store) == []
     assert len(store.pending_search_indexes(lone_store.conn)) == 2
-    hits = lone_store.search(texts[3], limit=3, mode="hybrid", track_access=False)
+    hits = lone_store.search(texts[3], lone_store.search_options(limit=3, mode="hybrid", track_access=False))
     assert hits and hits[0].content == texts[3]
 
     report = run_maintenance(lone_store.conn, lone_store.settings)

@@ -93,7 +93,7 @@ def maintain(cli, *args: str, extra_env: dict[str, str] | None = None, texts: bo
 
 
 def search_ids(svc, query: str) -> list[str]:
-    return [r.id for r in svc.search(query, limit=10, track_access=False)]
+    return [r.id for r in svc.search(query, svc.search_options(limit=10, track_access=False))]
 
 
 def test_near_duplicates_become_one_memory_with_both_provenances_and_the_higher_priority(svc, cli):

@@ -83,7 +83,8 @@ def test_sample_transcript_becomes_a_searchable_context_memory(svc, tmp_path):
     ):
         assert fact in content
     assert created_at.isoformat().startswith("2026-04-14T16:02:24")  # the transcript's last line
-    results = svc.search("what did we change when webhook deliveries timed out?", track_access=False)
+    question = "what did we change when webhook deliveries timed out?"
+    results = svc.search(question, svc.search_options(track_access=False))
     assert results and results[0].content == content
 
 

@@ -233,7 +233,7 @@ def test_search_settings_are_set_once_per_connection(env):
 
         conn.execute = spy  # type: ignore[method-assign]
         for _ in range(3):
-            assert svc.search("linting tool", mode="vector", track_access=False)
+            assert svc.search("linting tool", svc.search_options(mode="vector", track_access=False))
         assert sum("SET hnsw" in s for s in statements) <= 1
         assert original("SHOW hnsw.ef_search").fetchone()[0] == str(HNSW_EF_SEARCH)
 
@@ -311,8 +311,9 @@ def test_a_search_asked_at_a_given_moment_counts_time_from_it(env):
     with MemoryService(load_settings()) as svc:
         svc.remember("Rotated the signing keys.", created_at=created)
         then = datetime(2025, 3, 2, 12, tzinfo=UTC)
-        asked_then = svc.search("signing keys", now=then, explain=True, track_access=False)[0].explain
-        asked_now = svc.search("signing keys", explain=True, track_access=False)[0].explain
+        options = svc.search_options(explain=True, track_access=False)
+        asked_then = svc.search("signing keys", options.replace(now=then))[0].explain
+        asked_now = svc.search("signing keys", options)[0].explain
     assert asked_then["adjust"]["days_since_access"] == 60
     assert asked_then["adjust"]["time_decay"] == pytest.approx(0.5)
     assert asked_now["adjust"]["days_since_access"] == (datetime.now(UTC) - created).days

@@ -103,7 +103,7 @@ def test_the_prompt_hook_injects_the_overview(svc, memories, env):
     from cems_cli.summaries import build_summaries
 
     build_summaries(svc.conn, svc.settings)
-    results = svc.recall("what have we done on invoices so far?", project=PROJECT)
+    results = svc.recall("what have we done on invoices so far?", svc.recall_options(current_project=PROJECT))
     block = format_recall([r.to_json() for r in results], PROJECT)
     first = block.splitlines()[2]
     assert first.startswith("- [") and "(summary, " in first and "summary of memories)" in first
@@ -196,13 +196,13 @@ def test_summaries_keep_to_the_scope_the_budget_and_the_confidence_floor(cli, sv
 
     build_summaries(svc.conn, svc.settings)
     question = "catch me up on the session cache"
-    assert svc.recall(question, project=PROJECT)[0].category == "summary"
+    assert svc.recall(question, svc.recall_options(current_project=PROJECT))[0].category == "summary"
     shared = ok(cli, "search", question, "--scope", "shared")["results"]
     assert all(r["category"] != "summary" for r in shared)
     # A summary larger than the whole budget is left out; the memories that fit still come.
-    small = svc.recall(question, project=PROJECT, token_budget=25)
+    small = svc.recall(question, svc.recall_options(current_project=PROJECT, token_budget=25))
     assert small and all(r.category != "summary" for r in small)
-    sure = svc.recall(question, project=PROJECT, min_confidence=0.99)
+    sure = svc.recall(question, svc.recall_options(current_project=PROJECT, min_confidence=0.99))
     assert all(r.category != "summary" for r in sure)
 
 
