@@ -393,7 +393,9 @@ def import_memories(service: MemoryService, memories: Sequence[NewMemory | Impor
             batch = fresh[start : start + COMMIT_BATCH]
             embed_started = time.perf_counter()
             # The model loads only if some line brings no vectors of its own.
-            chunks = _chunks(batch, given, embed or (lambda texts: service.embedder.embed(texts)))
+            on_embedded = _within(progress, start, len(batch), len(fresh)) if progress else None
+            model = embed or (lambda texts: service.embedder.embed(texts))
+            chunks = _chunks(batch, given, model, on_embedded)
             report.embed_seconds += time.perf_counter() - embed_started
             stored = _write(service, batch, chunks)
             written.update(stored)
@@ -455,15 +457,26 @@ def _large_load(service: MemoryService, count: int) -> bool:
             and count > store.count_chunks(service.conn))
 
 
+def _within(progress: Progress, start: int, size: int, total: int) -> Progress:
+    """The batch's embedding progress as the whole import's: the bar moves every EMBED_BATCH texts (a few
+    seconds with the local model), not only when a batch is stored. Shown one short of the batch's end until
+    it is stored."""
+    def update(done: int, chunks: int) -> None:
+        share = done / chunks if chunks else 1.0
+        progress(start + min(int(share * size), size - 1), total)
+
+    return update
+
+
 def _chunks(batch: Sequence[store.DocumentRow], given: dict[uuid.UUID, np.ndarray],
-            embed: Embed) -> list[store.ChunkRow]:
+            embed: Embed, progress: Progress | None = None) -> list[store.ChunkRow]:
     """The batch's chunks as `remember` makes them, each embedded with its memory's context, or with the
     line's own vectors."""
     from cems_cli.text.chunking import chunk_text, index_text
 
     flat = [(row, index, text) for row in batch for index, text in enumerate(chunk_text(row.memory.content))]
     todo = [i for i, (row, _, _) in enumerate(flat) if row.id not in given]
-    vectors = embed_all([index_text(flat[i][2], flat[i][0].memory.context) for i in todo], embed)
+    vectors = embed_all([index_text(flat[i][2], flat[i][0].memory.context) for i in todo], embed, progress)
     vector_of = dict(zip(todo, vectors, strict=True)) if todo else {}
     return [store.ChunkRow(row.id, index, text,
                            given[row.id][index] if row.id in given else vector_of[i], row.memory.context)
