@@ -168,7 +168,7 @@ def main() -> int:
     from cems_cli.store import lexical as store_lexical
     from cems_cli.store import search as store_search
     from cems_cli.store.db import connect
-    from cems_cli.store.server import ensure_server
+    from cems_cli.store.embedded import ensure_server
 
     texts = memory_texts(sizes[-1])
     per_size = (WARMUP + args.queries) + (WARMUP + args.hybrid_queries) + (WARMUP + args.queries)

@@ -104,7 +104,7 @@ def kept_home(keep: str, size: int) -> Iterator[Path]:
             yield home
         return
     from cems_cli.paths import pgdata_path, using_home
-    from cems_cli.store.server import stop_server
+    from cems_cli.store.embedded import stop_server
 
     home = Path(keep).expanduser().resolve() / str(size)
     home.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -102,7 +102,7 @@ def describe_error(error: BaseException) -> tuple[str, int] | None:
     if isinstance(error, TextTooLarge):
         return str(error), 2
     from cems_cli.store.db import StoreError
-    from cems_cli.store.server import ServerError
+    from cems_cli.store.embedded import ServerError
 
     if isinstance(error, (StoreError, ServerError, EmbeddingError)):
         return str(error), 1
@@ -126,7 +126,7 @@ def database_status() -> dict[str, Any]:
     (`cems db status --json`, the `database` of `cems status --json` and of the MCP `status` tool)."""
     from cems_cli.config import get_settings
     from cems_cli.paths import pgdata_path
-    from cems_cli.store.server import data_dir, data_dir_size, read_postmaster
+    from cems_cli.store.embedded import data_dir, data_dir_size, read_postmaster
 
     settings = get_settings()
     if settings.database_url:

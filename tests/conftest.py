@@ -39,7 +39,7 @@ def _session_home(tmp_path_factory: pytest.TempPathFactory, name: str, backend: 
 
 def _stop_session_home(home: Path) -> None:
     from cems_cli.server.daemon import stop_server as stop_search_server
-    from cems_cli.store.server import stop_server
+    from cems_cli.store.embedded import stop_server
 
     stop_search_server(home)  # hooks start it on demand; it must not outlive the session's database
     stop_server(home / "pg")
@@ -155,7 +155,7 @@ def lone_store(env: dict[str, str], monkeypatch: pytest.MonkeyPatch):
 
     from cems_cli.config import get_settings
     from cems_cli.service import MemoryService
-    from cems_cli.store.server import ensure_server
+    from cems_cli.store.embedded import ensure_server
 
     server = ensure_server(Path(env["CEMS_HOME"]) / "pg")
     name = f"lone_{uuid.uuid4().hex[:10]}"

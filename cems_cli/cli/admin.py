@@ -39,7 +39,7 @@ def db_start(as_json: bool = JsonOption) -> None:
     """Start the embedded server (commands start it on demand anyway)."""
     from cems_cli.config import get_settings
     from cems_cli.paths import pgdata_path
-    from cems_cli.store.server import ensure_server
+    from cems_cli.store.embedded import ensure_server
 
     settings = get_settings()
     if settings.database_url:
@@ -57,7 +57,7 @@ def db_stop(as_json: bool = JsonOption) -> None:
     from cems_cli.config import get_settings
     from cems_cli.paths import pgdata_path
     from cems_cli.server.daemon import stop_server as stop_search_server
-    from cems_cli.store.server import stop_server
+    from cems_cli.store.embedded import stop_server
 
     settings = get_settings()
     if settings.database_url:

@@ -46,7 +46,7 @@ def _run_in(home: Path) -> dict[str, Any]:
     from cems_cli.api import Memory
     from cems_cli.config import get_settings
     from cems_cli.paths import pgdata_path, using_home
-    from cems_cli.store.server import stop_server
+    from cems_cli.store.embedded import stop_server
 
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     get_settings.cache_clear()

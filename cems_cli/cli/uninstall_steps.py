@@ -185,7 +185,7 @@ def stop_everything(settings: Settings) -> tuple[dict[str, Any], list[str]]:
         errors.append(f"the observer still runs: pid {observer['pid']}")
     database: dict[str, Any] = {"embedded": not settings.database_url, "stopped": False}
     if not settings.database_url and (pgdata_path(home).exists() or pgdata_path(home).is_symlink()):
-        from cems_cli.store.server import ServerError, stop_server
+        from cems_cli.store.embedded import ServerError, stop_server
 
         try:
             database["stopped"] = stop_server(pgdata_path(home))
@@ -201,7 +201,7 @@ def stop_everything(settings: Settings) -> tuple[dict[str, Any], list[str]]:
 def purge(settings: Settings) -> tuple[dict[str, Any], list[str]]:
     """Delete CEMS_HOME and what belongs to it elsewhere (a root cluster, short socket folders)."""
     from cems_cli.paths import pgdata_path
-    from cems_cli.store.server import read_postmaster, remove_root_cluster
+    from cems_cli.store.embedded import read_postmaster, remove_root_cluster
 
     home = settings.home
     pgdata = pgdata_path(home)
@@ -228,7 +228,7 @@ def _socket_folders(settings: Settings) -> list[Path]:
     from cems_cli.paths import pgdata_path
     from cems_cli.private_dir import problem
     from cems_cli.server.client import socket_dir
-    from cems_cli.store.server import _socket_dir, data_dir
+    from cems_cli.store.embedded import _socket_dir, data_dir
 
     home = settings.home
     pgdata = pgdata_path(home)

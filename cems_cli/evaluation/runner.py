@@ -207,7 +207,7 @@ def throwaway_home() -> Iterator[Path]:
     touch the user's own data folder.
     """
     from cems_cli.paths import pgdata_path, using_home
-    from cems_cli.store.server import ServerError, stop_server
+    from cems_cli.store.embedded import ServerError, stop_server
 
     home = Path(tempfile.mkdtemp(prefix="cems-eval-"))
     try:

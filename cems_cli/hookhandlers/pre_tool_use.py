@@ -38,7 +38,7 @@ REFRESH_BACKOFF_SECONDS = 30.0
 # a rebuild still going after this long is stopped, and the call denied, before that can happen.
 REBUILD_BUDGET_SECONDS = 3.5
 # The embedded database's folder in CEMS's home (cems_cli.paths.pgdata_path). Its PG_VERSION appears only
-# once initdb has finished (cems_cli.store.server renames a complete cluster into place), so a first start
+# once initdb has finished (cems_cli.store.embedded renames a complete cluster into place), so a first start
 # cut short by the rebuild's budget does not turn a fresh home into one that denies everything.
 STORE_DIR = "pg"
 # The tools the built-in guard looks at (and MCP tools, by name); others skip even its import.

@@ -156,7 +156,7 @@ def prepare_socket_dir(home: Path) -> Path:
     folder = Path(socket_dir(str(home)))
     if folder != run:  # the short fallback: its per-user parent must be ours too
         uid, gid = os.geteuid(), os.getegid()
-        # As root the embedded server's own user passes through the same parent (store/server.py): 0711.
+        # As root the embedded server's own user passes through the same parent (store/embedded.py): 0711.
         private_dir(folder.parent, uid, gid, purpose=_PURPOSE, others_may_traverse=uid == 0)
         private_dir(folder, uid, gid, purpose=_PURPOSE)
     return folder

@@ -11,7 +11,7 @@ import psycopg
 from cems_cli.config import Settings
 from cems_cli.paths import pgdata_path
 from cems_cli.store import migrations
-from cems_cli.store.server import ServerError, data_dir, ensure_server, password_file
+from cems_cli.store.embedded import ServerError, data_dir, ensure_server, password_file
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool

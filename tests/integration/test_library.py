@@ -135,7 +135,7 @@ def test_open_keeps_the_callers_umask_and_makes_its_files_owner_only(env, tmp_pa
     import os
     import stat
 
-    from cems_cli.store.server import stop_server
+    from cems_cli.store.embedded import stop_server
 
     home = tmp_path / "library-home"
     previous = os.umask(0o022)

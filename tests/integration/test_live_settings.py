@@ -14,7 +14,7 @@ import cems
 def own_home(env, tmp_path, monkeypatch):
     """A CEMS_HOME of this test's own (for its config.toml) on the session's embedded server."""
     from cems_cli.config import get_settings
-    from cems_cli.store.server import ensure_server
+    from cems_cli.store.embedded import ensure_server
 
     server = ensure_server(Path(env["CEMS_HOME"]) / "pg")
     home = tmp_path / "home"

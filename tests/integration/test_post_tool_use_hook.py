@@ -48,7 +48,7 @@ def capture_environment(
     """The `env` fixture's user and database, with a CEMS_HOME of this test's own: each test gets a private
     spool (and capture lock) while memories go to the session's shared embedded server."""
     from cems_cli.config import get_settings
-    from cems_cli.store.server import ensure_server
+    from cems_cli.store.embedded import ensure_server
 
     server = ensure_server(Path(env["CEMS_HOME"]) / "pg")
     values = dict(env, CEMS_HOME=str(tmp_path / "capture-home"), CEMS_DATABASE_URL=server.conninfo())

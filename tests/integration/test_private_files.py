@@ -17,12 +17,13 @@ import pytest
 from tests.conftest import REPO
 from tests.support.paths import PAYLOADS, SAMPLE_SESSION, SAMPLE_TRANSCRIPT
 
-# Entries of CEMS_HOME that belong to the embedded PostgreSQL, which cems_cli/store/server.py creates, runs
+# Entries of CEMS_HOME that belong to the embedded PostgreSQL, which cems_cli/store/embedded.py creates, runs
 # (as root: as its own system user) and checks itself; this test does not judge them.
 SERVER_OWNED = {
     "pg": "the cluster, or as root a symlink to /var/lib/cems/<id>/pg: its modes are PostgreSQL's and "
-    "store/server.py's",
-    "pg.socket": "the server's socket folder, which store/server.py makes private and checks at every start",
+    "store/embedded.py's",
+    "pg.socket": "the server's socket folder, which store/embedded.py makes private and checks at every "
+    "start",
 }
 
 
@@ -98,7 +99,7 @@ def open_to_others(home: Path) -> list[str]:
     """Every path under `home` (not following links) that a group or other user may read, write or enter."""
     found = []
     info = home.stat()
-    # The folder itself may be traversable (x) if store/server.py needs its own user to pass through it to
+    # The folder itself may be traversable (x) if store/embedded.py needs its own user to pass through it to
     # reach its socket; never listable or writable by others.
     if info.st_mode & 0o066:
         found.append(f". {stat.S_IMODE(info.st_mode):o}")
@@ -129,7 +130,7 @@ def created(home: Path) -> set[str]:
 def test_everything_cems_writes_under_its_home_is_owner_only(tmp_path: Path):
     from cems_cli.capture.observer_daemon import holder
     from cems_cli.server.daemon import stop_server as stop_search_server
-    from cems_cli.store.server import stop_server
+    from cems_cli.store.embedded import stop_server
 
     home = tmp_path / "cems-home"  # CEMS creates it, so its mode is CEMS's doing too
     project = tmp_path / "acme-api"

@@ -10,7 +10,7 @@ import sqlite3
 import uuid
 from pathlib import Path
 
-from cems_cli.store.server import data_dir, stop_server
+from cems_cli.store.embedded import data_dir, stop_server
 
 
 def _files_holding(marker: bytes, *roots: Path) -> list[str]:
@@ -30,7 +30,7 @@ def _files_holding(marker: bytes, *roots: Path) -> list[str]:
 def _checkpoint(pgdata: Path, *, analyze: bool = False) -> None:
     import psycopg
 
-    from cems_cli.store.server import ensure_server
+    from cems_cli.store.embedded import ensure_server
 
     with psycopg.connect(ensure_server(pgdata).conninfo(), autocommit=True) as conn:
         if analyze:  # as autovacuum does: the column statistics sample the rows, and may quote them

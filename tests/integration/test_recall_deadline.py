@@ -15,7 +15,7 @@ def hook_home(env, tmp_path, monkeypatch, fake_openai):
     session's embedded server; the LLM endpoint hangs on every request."""
     from cems_cli.config import get_settings
     from cems_cli.server.daemon import stop_server
-    from cems_cli.store.server import ensure_server
+    from cems_cli.store.embedded import ensure_server
 
     server = ensure_server(Path(env["CEMS_HOME"]) / "pg")
     home = tmp_path / "home"

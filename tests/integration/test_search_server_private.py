@@ -160,7 +160,7 @@ def test_cems_serve_refuses_an_open_folder_with_a_clear_message(tmp_path):
 def test_a_long_home_gets_a_short_private_socket_folder(tmp_path, env):
     """A CEMS_HOME too deep for a socket path: a short folder of this user (under $XDG_RUNTIME_DIR or the
     temporary folder), 0700 and checked, never a predictable name in a folder everyone writes to."""
-    from cems_cli.store.server import ensure_server
+    from cems_cli.store.embedded import ensure_server
 
     home = tmp_path / ("h" * 60) / ("o" * 60) / "home"
     database = ensure_server(Path(env["CEMS_HOME"]) / "pg").conninfo()  # the session's: no new cluster

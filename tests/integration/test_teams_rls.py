@@ -78,7 +78,7 @@ def world(env: dict[str, str], cli: Any, monkeypatch: pytest.MonkeyPatch) -> Ite
     from cems_cli.config import load_settings
     from cems_cli.paths import pgdata_path
     from cems_cli.store.db import connect
-    from cems_cli.store.server import ensure_server
+    from cems_cli.store.embedded import ensure_server
 
     connect(load_settings(), check_dimension=False).close()  # the superuser applies every migration
     superuser = ensure_server(pgdata_path(load_settings().home)).conninfo()

@@ -97,7 +97,7 @@ def first() -> Iterator[FirstUser]:
     """A CEMS_HOME in a folder everyone may pass through (/tmp/…, 0755), as a home directory often is:
     only what CEMS itself creates keeps the second user out."""
     from cems_cli.server.daemon import stop_server as stop_search_server
-    from cems_cli.store.server import read_postmaster, stop_server
+    from cems_cli.store.embedded import read_postmaster, stop_server
 
     base = Path(tempfile.mkdtemp(prefix="cems-2u-", dir="/tmp"))
     base.chmod(0o755)

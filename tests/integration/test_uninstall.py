@@ -51,7 +51,7 @@ def _run(args: list[str], env: dict[str, str]) -> tuple[int, dict, str]:
 def test_uninstall_leaves_nothing_running_or_registered_then_purges_the_data(tmp_path):
     from cems_cli.capture.observer_daemon import holder
     from cems_cli.server.daemon import server_processes
-    from cems_cli.store.server import ROOT_BASE, data_dir, read_postmaster
+    from cems_cli.store.embedded import ROOT_BASE, data_dir, read_postmaster
 
     home = tmp_path / "cems"
     env = _env(tmp_path, home)
@@ -105,7 +105,7 @@ def test_uninstall_leaves_nothing_running_or_registered_then_purges_the_data(tmp
             assert not (ROOT_BASE / f"{cluster.parent.name}.home").exists()
     finally:
         from cems_cli.server.daemon import stop_servers
-        from cems_cli.store.server import stop_server
+        from cems_cli.store.embedded import stop_server
 
         if home.exists():
             _run(["observe", "stop"], env)
