@@ -288,7 +288,8 @@ def main() -> int:
         return 0
     rows = []
     for size, e in results["sizes"].items():
-        rows.append((f"{int(size):,}", e["product_ef_search"], e["recall@10"][str(e["product_ef_search"])],
+        recall = e["recall@10"][str(e["product_ef_search"])]
+        rows.append((f"{int(size):,}", e["product_ef_search"], f"{recall:.3f}",
                      e["vector"]["p50"],
                      e["vector"]["p95"], e["hybrid"]["p50"], e["hybrid"]["p95"], e["hook"]["p50"],
                      e.get("load_seconds", "kept"), e["disk"]["tables_mb"], e["disk"]["hnsw_mb"],
@@ -298,7 +299,8 @@ def main() -> int:
                  "load s", "tables MB", "HNSW MB", "GIN MB", "server RSS MB"], rows)
     print_table("Recall@10 against exact search by ef_search",
                 ["memories", *map(str, EF_SEARCH)],
-                [(f"{int(s):,}", *(e["recall@10"].get(str(ef), "") for ef in EF_SEARCH))
+                [(f"{int(s):,}", *(f'{e["recall@10"][str(ef)]:.3f}' if str(ef) in e["recall@10"] else ""
+                                   for ef in EF_SEARCH))
                  for s, e in results["sizes"].items()])
     print(f"results: {write_results(args.out, results)}")
     return 0
