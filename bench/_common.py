@@ -29,7 +29,7 @@ from cems_cli.evaluation.metrics import percentile  # noqa: E402
 from cems_cli.evaluation.runner import git_state, throwaway_home  # noqa: E402
 
 __all__ = ["REPO", "RESULTS", "cems", "environment", "exact_top", "hnsw_recall", "memory_texts", "percentile",
-           "print_table", "query_texts", "throwaway_home", "write_results"]
+           "print_table", "prompt_hook_runs", "query_texts", "throwaway_home", "write_results"]
 
 TECH = ["PostgreSQL", "Redis", "Kafka", "SQLite", "RabbitMQ", "Elasticsearch", "gRPC", "GraphQL",
         "FastAPI", "Django", "React", "Svelte", "Terraform", "Kubernetes", "Docker Compose", "nginx",
@@ -139,6 +139,31 @@ def hnsw_recall(svc: Any, query_vectors: Any, exact: Any, index_of: dict[str, in
         latencies.append((time.perf_counter() - started) * 1000)
         found += len({index_of[h.document_id] for h in hits} & set(exact[row][:k].tolist()))
     return found / (k * len(query_vectors)), latencies
+
+
+def prompt_hook_runs(home: Path, prompts: Sequence[str], warmup: int) -> tuple[list[float], int]:
+    """hooks/user_prompt_submit.py as Claude Code runs it (a process per prompt, the payload on stdin) for
+    user "bench" of `home`; the first call starts the search server, the first `warmup` are not timed.
+    Returns the timed wall times in ms and how many runs injected memories. The caller stops the server."""
+    import time
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CEMS_")}
+    env.update(CEMS_HOME=str(home), CEMS_USER="bench", CEMS_PROJECT="project:bench/app")
+    samples: list[float] = []
+    injected = 0
+    for index, prompt in enumerate(prompts):
+        payload = {"session_id": "bench", "hook_event_name": "UserPromptSubmit", "prompt": prompt,
+                   "cwd": str(home), "transcript_path": str(home / "none.jsonl")}
+        started = time.perf_counter()
+        proc = subprocess.run([sys.executable, str(REPO / "hooks" / "user_prompt_submit.py")],
+                              input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=120)
+        elapsed = (time.perf_counter() - started) * 1000
+        if proc.returncode != 0:
+            raise SystemExit(f"hook exited {proc.returncode}: {proc.stderr[-500:]!r}")
+        if index >= warmup:
+            samples.append(elapsed)
+            injected += b"memory-recall" in proc.stdout
+    return samples, injected
 
 
 def environment() -> dict[str, Any]:

@@ -13,17 +13,12 @@ injected memories; writes bench/results/user_prompt_submit.json. Target: p50 ≤
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
 import time
 
-from _common import REPO, memory_texts, percentile, print_table, query_texts, throwaway_home
+from _common import memory_texts, percentile, print_table, prompt_hook_runs, query_texts, throwaway_home
 from _common import write_results as write
 from search_latency import CATEGORIES, synthetic_vectors
 
-HOOK = REPO / "hooks" / "user_prompt_submit.py"
 BASE = 2000
 WARMUP = 3
 TARGET_MS = 250.0
@@ -61,25 +56,9 @@ def main() -> None:
 
     with throwaway_home() as home:
         load_seconds = load(home, args.memories)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("CEMS_")}
-        env.update(CEMS_HOME=str(home), CEMS_USER="bench", CEMS_PROJECT="project:bench/app")
         prompts = query_texts(WARMUP + args.runs, seed=11)
-        samples: list[float] = []
-        injected = 0
         try:
-            for index, prompt in enumerate(prompts):
-                payload = {"session_id": "bench", "hook_event_name": "UserPromptSubmit", "prompt": prompt,
-                           "cwd": str(home), "transcript_path": str(home / "none.jsonl")}
-                started = time.perf_counter()
-                proc = subprocess.run([sys.executable, str(HOOK)], input=json.dumps(payload).encode(),
-                                      capture_output=True, env=env, timeout=60)
-                elapsed = (time.perf_counter() - started) * 1000
-                if proc.returncode != 0:
-                    raise SystemExit(f"hook exited {proc.returncode}: {proc.stderr[-500:]!r}")
-                if index < WARMUP:
-                    continue
-                samples.append(elapsed)
-                injected += b"memory-recall" in proc.stdout
+            samples, injected = prompt_hook_runs(home, prompts, WARMUP)
         finally:
             from cems_cli.server.daemon import stop_server
 

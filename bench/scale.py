@@ -29,9 +29,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +40,7 @@ from _common import (
     hnsw_recall,
     memory_texts,
     print_table,
+    prompt_hook_runs,
     query_texts,
     throwaway_home,
     write_results,
@@ -50,7 +48,6 @@ from _common import (
 from _scale_corpus import embedded_corpus
 from search_latency import CATEGORIES, NOISE, summary, timed_searches
 
-HOOK = REPO / "hooks" / "user_prompt_submit.py"
 EF_SEARCH = (40, 100, 200, 400, 800)
 TARGETS = {"recall": 0.95, "vector_p50": 20.0, "hybrid_p50": 60.0, "hook_p50": 100.0, "rss_mb": 400.0}
 
@@ -150,25 +147,6 @@ def load(svc, texts: list[str], vectors: np.ndarray) -> tuple[dict[str, float], 
             "index_seconds": round(done - marks.get("copied", done), 1)}, report.ids
 
 
-def hook_runs(home: Path, prompts: list[str], warmup: int = 3) -> tuple[list[float], int]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CEMS_")}
-    env.update(CEMS_HOME=str(home), CEMS_USER="bench", CEMS_PROJECT="project:bench/app")
-    samples, injected = [], 0
-    for index, prompt in enumerate(prompts):
-        payload = {"session_id": "bench", "hook_event_name": "UserPromptSubmit", "prompt": prompt,
-                   "cwd": str(home), "transcript_path": str(home / "none.jsonl")}
-        started = time.perf_counter()
-        proc = subprocess.run([sys.executable, str(HOOK)], input=json.dumps(payload).encode(),
-                              capture_output=True, env=env, timeout=120)
-        elapsed = (time.perf_counter() - started) * 1000
-        if proc.returncode != 0:
-            raise SystemExit(f"hook exited {proc.returncode}: {proc.stderr[-500:]!r}")
-        if index >= warmup:  # the first prompt starts the server; the warm-up prompts are untimed
-            samples.append(elapsed)
-            injected += b"memory-recall" in proc.stdout
-    return samples, injected
-
-
 def server_rss_mb(home: Path) -> float | None:
     from cems_cli.server.daemon import server_pid
 
@@ -228,7 +206,7 @@ def measure(size: int, texts: list[str], vectors: np.ndarray, asked: list[str], 
         finally:
             svc.close()
         try:
-            samples, injected = hook_runs(home, [next(pool) for _ in range(3 + args.hook_runs)])
+            samples, injected = prompt_hook_runs(home, [next(pool) for _ in range(3 + args.hook_runs)], 3)
             entry["hook"] = {**summary(samples), "injected": injected, "runs": len(samples)}
             entry["server_rss_mb"] = server_rss_mb(home)
         finally:
