@@ -79,18 +79,15 @@ def questions(count: int) -> list[str]:
 
 
 def sizes_on_disk(conn) -> dict[str, float]:
-    """Tables (heap and TOAST), HNSW and GIN indexes, and the whole database, in MB."""
+    """Tables (heap and TOAST), HNSW and GIN indexes (what `cems status` reports), and the whole database,
+    in MB."""
+    from cems_cli.store.footprint import page_cache
+
     mb = 1024 * 1024
-    heap = conn.execute(
-        "SELECT sum(pg_relation_size(c.oid) + coalesce(pg_relation_size(c.reltoastrelid), 0)) "
-        "FROM pg_class c WHERE c.relname IN ('memory_documents', 'memory_chunks')").fetchone()[0]
-    by_method = dict(conn.execute(
-        "SELECT a.amname, sum(pg_relation_size(i.indexrelid)) FROM pg_index i "
-        "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam "
-        "WHERE i.indrelid = 'memory_chunks'::regclass GROUP BY a.amname").fetchall())
+    cache = page_cache(conn)
     database = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
-    return {"tables_mb": round(int(heap) / mb, 1), "hnsw_mb": round(int(by_method.get("hnsw", 0)) / mb, 1),
-            "gin_mb": round(int(by_method.get("gin", 0)) / mb, 1), "database_mb": round(database / mb, 1)}
+    return {"tables_mb": round(cache["tables_bytes"] / mb, 1), "hnsw_mb": round(cache["hnsw_bytes"] / mb, 1),
+            "gin_mb": round(cache["gin_bytes"] / mb, 1), "database_mb": round(database / mb, 1)}
 
 
 @contextlib.contextmanager
@@ -148,15 +145,12 @@ def load(svc, texts: list[str], vectors: np.ndarray) -> tuple[dict[str, float], 
 
 
 def server_rss_mb(home: Path) -> float | None:
+    from cems_cli.procinfo import resident_bytes
     from cems_cli.server.daemon import server_pid
 
     pid = server_pid(home)
-    if pid is None:
-        return None
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return None
+    rss = resident_bytes(pid) if pid is not None else None
+    return round(rss / (1024 * 1024), 1) if rss is not None else None
 
 
 def measure(size: int, texts: list[str], vectors: np.ndarray, asked: list[str], args, log) -> dict:

@@ -107,3 +107,15 @@ def identity(pid: int) -> str | None:
     if ticks is None or boot is None:
         return None
     return f"{ticks}@{boot}"
+
+
+def resident_bytes(pid: int) -> int | None:
+    """The process's resident memory (VmRSS), or None where /proc cannot tell."""
+    try:
+        with open(f"{_PROC}/{pid}/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None

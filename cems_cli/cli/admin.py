@@ -227,21 +227,12 @@ def admin_quota(
 
 
 def _search_server_memory(home) -> dict | None:
-    """The warm search server's resident memory (Linux /proc), or None when none runs."""
-    from pathlib import Path
-
+    """The warm search server's resident memory, or None when none runs."""
+    from cems_cli.procinfo import resident_bytes
     from cems_cli.server.daemon import server_pid
 
     pid = server_pid(home)
-    if pid is None:
-        return None
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return {"pid": pid, "rss_bytes": int(line.split()[1]) * 1024}
-    except (OSError, ValueError, IndexError):
-        pass
-    return {"pid": pid, "rss_bytes": None}
+    return None if pid is None else {"pid": pid, "rss_bytes": resident_bytes(pid)}
 
 
 def _memory_line(memory: dict) -> str:
