@@ -6,6 +6,7 @@ only. A trivial prompt ("ok", "continue") injects nothing: recall there is noise
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -53,8 +54,8 @@ _RECALL_OWN = frozenset({"time_budget", "op", "query", "project", "user", "team"
 
 
 def _recall_overrides(environ: Mapping[str, str]) -> dict[str, int | float]:
-    """The recall knobs this environment sets: positive numbers only (what is unset, malformed or not
-    positive is left to the server's settings)."""
+    """The recall knobs this environment sets: finite positive numbers only (what is unset, malformed,
+    infinite or not positive is left to the server's settings)."""
     overrides: dict[str, int | float] = {}
     for name, raw in environ.items():
         key = name[len(_RECALL_PREFIX):].lower()
@@ -64,7 +65,7 @@ def _recall_overrides(environ: Mapping[str, str]) -> dict[str, int | float]:
             value = float(raw)
         except ValueError:
             continue
-        if value > 0:
+        if math.isfinite(value) and value > 0:
             overrides[key] = int(value) if value.is_integer() else value
     return overrides
 

@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import json
 import logging
+import math
 import os
 import signal
 import socketserver
@@ -113,12 +114,13 @@ def _ids(value: Any) -> list[str]:
 
 
 def _number(request: dict[str, Any], key: str, kind: type) -> Any:
-    """A request's number, or None (then the setting applies) when absent, malformed or not positive."""
+    """A request's number, or None (then the setting applies) when absent, malformed, not finite or not
+    positive."""
     try:
         value = kind(request[key])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
         return None
-    return value if value > 0 else None
+    return value if math.isfinite(value) and value > 0 else None
 
 
 class _Handler(socketserver.StreamRequestHandler):

@@ -77,8 +77,19 @@ def test_the_prompt_hook_sends_every_recall_knob_of_its_environment():
         "CEMS_RECALL_TIME_BUDGET": "3",  # the hook's own budget
         "CEMS_RECALL_QUERY": "1", "CEMS_RECALL_BUDGET_MS": "9",  # never the request's own keys
         "CEMS_SEARCH_LIMIT": "4",
+        "CEMS_RECALL_MIN_CONFIDENCE": "inf", "CEMS_RECALL_MAX_LINES": "nan",  # not finite: left too
     }
     assert _recall_overrides(environ) == {"limit": 2, "min_relative": 0.5, "some_new_knob": 3.5}
+
+
+@pytest.mark.parametrize("raw", [float("inf"), float("-inf"), float("nan"), "Infinity", 0, -1, "x", None, []])
+def test_the_server_leaves_a_knob_that_is_not_a_finite_positive_number_to_its_settings(raw):
+    """A request's knob of inf would recall nothing (a floor of inf) or raise OverflowError (int(inf))."""
+    from cems_cli.server.daemon import _number
+
+    assert _number({"limit": raw}, "limit", int) is None
+    assert _number({"min_score": raw}, "min_score", float) is None
+    assert _number({"limit": "3"}, "limit", int) == 3 and _number({"x": 0.5}, "x", float) == 0.5
 
 
 def test_the_library_takes_options_or_keywords_not_both():
