@@ -139,3 +139,7 @@ SUMMARY_MAX_MEMORIES = 5_000  # a project's latest memories grouped (the work gr
 DB_LOCK_TIMEOUT_MS = 5_000
 DB_STATEMENT_TIMEOUT_MS = 120_000
 DB_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000
+
+# A memory's history keeps the newest this many edits of it (sql/020_memory_edits.sql holds the same number:
+# a session's context record, rewritten as the session goes on, must not grow a row per rewrite forever).
+EDITS_KEPT = 20

@@ -210,14 +210,18 @@ def list_(
 
 
 def show(
-    memory_id: str = typer.Argument(..., help="Memory id (or a unique prefix)."), as_json: bool = JsonOption
+    memory_id: str = typer.Argument(..., help="Memory id (or a unique prefix)."),
+    history: bool = typer.Option(False, "--history", help="Also list its edits, newest first, with the "
+                                 "text before each change of text."),
+    as_json: bool = JsonOption,
 ) -> None:
-    """Show one memory with all its metadata."""
+    """Show one memory with all its metadata, and how often it was edited."""
     with service() as svc:
         record = svc.get(memory_id)
+        edits = svc.history(record.id).edits
     data = record.to_json()
     if as_json:
-        emit_json(data)
+        emit_json({**data, "edits": [e.to_json() for e in edits]} if history else data)
         return
     from rich.table import Table
 
@@ -228,8 +232,27 @@ def show(
     for key, value in data.items():
         if key != "content":
             table.add_row(key, shown(plain_value(value)))
+    if edits:
+        table.add_row("edits", shown(_edits_line(edits)))
     console.print(table)
     console.print(record.content, markup=False)
+    if history:
+        for edit in edits:
+            console.print(shown(f"\n{edit.at:%Y-%m-%d %H:%M} {edit.actor}: {', '.join(edit.fields)}"))
+            if edit.old_text is not None:
+                console.print(shown("text before:\n" + edit.old_text))
+
+
+def _edits_line(edits: list[Any]) -> str:
+    """`edited 3 times, last 2026-05-01 14:03 by alice (text)`; past the kept twenty, "at least"."""
+    from cems_cli.defaults import EDITS_KEPT
+
+    last = edits[0]
+    count = f"at least {len(edits)}" if len(edits) >= EDITS_KEPT else str(len(edits))
+    times = "time" if len(edits) == 1 else "times"
+    fields = ", ".join(last.fields)
+    return (f"edited {count} {times}, last {last.at:%Y-%m-%d %H:%M} by {last.actor} ({fields})"
+            " — `cems show --history` lists them")
 
 
 def forget(

@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 
+from cems_cli.defaults import EDITS_KEPT
 from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
@@ -68,6 +69,22 @@ def browse(conn: psycopg.Connection, identity: Identity, filters: Filters, *, li
     return [MemoryRecord.from_row(r) for r in rows]
 
 
+@dataclass(frozen=True)
+class Edit:
+    """One change of what a person sees of a memory (sql/020_memory_edits.sql): when, by whom, which fields
+    (text, title, context, category, tags, project, expiry, pinned, pin reason), and the text before when the
+    text changed."""
+
+    at: datetime
+    actor: str
+    fields: list[str]
+    old_text: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at": self.at.isoformat(), "actor": self.actor, "fields": list(self.fields),
+                "old_text": self.old_text}
+
+
 @dataclass
 class History:
     """What happened to one memory: when it was made, changed, used, merged, archived; and the audit trail's
@@ -82,6 +99,7 @@ class History:
     merged_into: str | None
     merged_from: list[dict[str, Any]] = field(default_factory=list)
     audit: list[dict[str, Any]] = field(default_factory=list)
+    edits: list[Edit] = field(default_factory=list)  # newest first, the last EDITS_KEPT
 
     @property
     def changed(self) -> bool:
@@ -108,7 +126,22 @@ def history(conn: psycopg.Connection, identity: Identity, memory_id: str) -> His
         ).fetchall()
     ]
     return History(row[0], row[1], int(row[2] or 0), row[3], row[4], row[5],
-                   str(row[6]) if row[6] else None, merged_from, audit)
+                   str(row[6]) if row[6] else None, merged_from, audit, edits(conn, memory_id))
+
+
+def edits(conn: psycopg.Connection, memory_id: str, limit: int = EDITS_KEPT) -> list[Edit]:
+    """The memory's newest edits, through cems_memory_edits (members hold no privilege on the table; the
+    function returns nothing for a memory the caller may not read). The old text is redacted again on the
+    way out: CEMS stored it redacted, but any client of the database may have written it."""
+    from cems_cli.text.redact import sanitize_for_storage
+
+    return [
+        Edit(at, str(actor), [str(f) for f in fields or []],
+             sanitize_for_storage(old_text) if old_text is not None else None)
+        for at, actor, fields, old_text in conn.execute(
+            "SELECT at, actor, fields, old_text FROM cems_memory_edits(%s::uuid, %s)", (memory_id, limit)
+        ).fetchall()
+    ]
 
 
 @dataclass

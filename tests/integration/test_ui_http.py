@@ -144,6 +144,19 @@ def test_forget_restore_pin_edit_from_the_memory_page(client, memory):
     assert "last changed" in history
 
 
+def test_the_history_lists_each_edit_with_the_text_before(client, memory):
+    memory_id = memory.remember("Staging runs <b>postgres 15</b>", category="context").id
+    assert _post(client, f"/memories/{memory_id}/edit", text="Staging runs postgres 16").status_code == 303
+    assert _post(client, f"/memories/{memory_id}/pin", reason="ops").status_code == 303
+    history = client.get(f"/memories/{memory_id}").text.split("<h2>History</h2>")[1]
+    entries = re.findall(r'<li class="edit-entry">(.*?)</li>', history, re.S)
+    assert len(entries) == 2
+    assert f"edited by {memory.settings.user}: pinned, pin reason" in entries[0]  # newest first
+    assert "edited by" in entries[1] and ": text" in entries[1]
+    before = "<details><summary>text before</summary><pre>Staging runs &lt;b&gt;postgres 15&lt;/b&gt;</pre>"
+    assert before in entries[1]
+
+
 def test_a_bad_edit_keeps_what_was_typed(client, memory):
     memory_id = memory.remember("Use uv for virtual environments", category="preferences").id
     typed = "\x00" * 3
