@@ -3,12 +3,18 @@
 The server binds 127.0.0.1, but any local user, and any web page the user visits, can reach a loopback
 port. So a connection another local user owns is refused outright (Linux, `peer.py`: the cookie reaches
 every 127.0.0.1 port, so it is no secret from a user who listens on one); every request must carry the
-session cookie the printed URL's one-time `?token=` turns into (HttpOnly, SameSite=Strict: no other site's
-page can send it); a `Host` other than the server's own is refused (DNS rebinding: a hostile name resolving
-to 127.0.0.1 would otherwise be same-origin with the viewer); a write from another origin is refused; and
+session cookie the token turns into (HttpOnly, SameSite=Strict: no other site's page can send it); a `Host`
+other than the server's own is refused (DNS rebinding: a hostile name resolving to 127.0.0.1 would
+otherwise be same-origin with the viewer); a write from another origin is refused; and
 every write carries a CSRF token the pages embed, checked in the route (`check_csrf`). Hand-written as a
 pure ASGI middleware: Starlette's TrustedHostMiddleware answers a bad Host but knows nothing of tokens or
 origins, and a BaseHTTPMiddleware would buffer the live stream.
+
+Signing in leaves the token in no address the browser records. `cems ui` opens an owner-only launch page
+that POSTs the token to /signin (`sign_in`), which sets the cookie and answers with a page that moves on to
+/ by itself: a redirect would keep the navigation the file:// page started, cross-site, and a SameSite=Strict
+cookie is not sent on it, while the signed-in page's own move is same-origin. A printed URL pasted by hand
+(`/?token=…`) still works and is redirected at once to the same address without it.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from urllib.parse import parse_qsl, urlencode
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from cems_cli.ui import peer
 
@@ -34,6 +40,11 @@ SAFE_METHODS = frozenset({"GET", "HEAD"})
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "x-csrf-token"
 MAX_FIELD_BYTES = 8 << 20
+SIGN_IN_PATH = "/signin"
+MAX_SIGN_IN_BYTES = 4096  # a form with one token field; the body is read by hand to bound it (see sign_in)
+# Meta refresh, not a script: the pages' CSP allows no inline script.
+SIGNED_IN_PAGE = ('<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">'
+                  '<title>CEMS</title><p><a href="/">Open CEMS</a></p>\n')
 
 # Every page: no framing, no referrer (the first URL carried the token), nothing cached, scripts only from
 # the viewer itself (htmx is vendored; `allowEval` is off in base.html, so hx-on/js: cannot run either).
@@ -79,21 +90,51 @@ class Guard:
         if scope["type"] != "http":  # lifespan
             await self.app(scope, receive, send)
             return
-        response = self.refusal(scope)
+        response = self.foreign(scope)
+        if response is None and scope["method"] == "POST" and scope["path"] == SIGN_IN_PATH:
+            response = await self.sign_in(receive)
+        if response is None:
+            response = self.refusal(scope)
         if response is None:
             await self.app(scope, receive, _with_headers(send))
         else:
             await response(scope, receive, _with_headers(send))
 
-    def refusal(self, scope: Scope) -> Response | None:
-        """The answer to a request that may not reach the app, else None."""
-        headers = Headers(scope=scope)
+    def foreign(self, scope: Scope) -> Response | None:
+        """The answer to a request from another local user or for another Host, else None."""
         server = scope.get("server") or ("127.0.0.1", self.port)
         if peer.foreign(scope.get("client"), server[1], server_ip=server[0]):
             # Before the token: a cookie another local user took from the browser is no key (see peer.py).
             return PlainTextResponse("this viewer answers only the user who started it", status_code=403)
-        if headers.get("host") not in self.hosts:
+        if Headers(scope=scope).get("host") not in self.hosts:
             return PlainTextResponse("unknown Host: open the address `cems ui` printed", status_code=400)
+        return None
+
+    async def sign_in(self, receive: Receive) -> Response:
+        """POST /signin with the form field `token`: the cookie and a page that moves on to /. No Origin or
+        CSRF check: the launch page is a file (Origin `null`, cross-site), and the token in the body is the
+        proof no other page has. The body is read here, bounded (Starlette's form parser reads a urlencoded
+        body whole, and this request is not signed in yet)."""
+        body = bytearray()
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                return PlainTextResponse("the request ended early", status_code=400)
+            body += message.get("body", b"")
+            more = bool(message.get("more_body"))
+            if len(body) > MAX_SIGN_IN_BYTES:
+                return PlainTextResponse("sign-in form too large", status_code=413)
+        form = dict(parse_qsl(body.decode("latin-1"), keep_blank_values=True))
+        if not _same(form.get("token"), self.token):
+            return PlainTextResponse("wrong token: open the address `cems ui` printed", status_code=403)
+        page = HTMLResponse(SIGNED_IN_PAGE)
+        page.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
+        return page
+
+    def refusal(self, scope: Scope) -> Response | None:
+        """The answer to a request that may not reach the app (past `foreign`), else None."""
+        headers = Headers(scope=scope)
         method = scope["method"]
         if method not in SAFE_METHODS:
             origin = headers.get("origin")

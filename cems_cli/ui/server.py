@@ -72,12 +72,14 @@ def bind(port: int) -> socket.socket:
     return sock
 
 
-def launch_file(home: Path, url: str) -> Path:
-    """An owner-only page that sends the browser on to `url`: the browser is given this file's path, not
-    the URL, so the token never appears in a command line another local user can read (`ps`)."""
+def launch_file(home: Path, port: int, token: str) -> Path:
+    """An owner-only page that signs the browser in: the browser is given this file's path, so the token
+    never appears in a command line another local user can read (`ps`), and the page POSTs it to /signin,
+    so it never appears in an address the browser keeps in its history either (security.py)."""
     from html import escape
 
     from cems_cli.private_dir import private_dir
+    from cems_cli.ui.security import SIGN_IN_PATH
 
     run = private_dir(home / "run", os.geteuid(), os.getegid(), purpose="the viewer's launch page",
                       tighten=True)
@@ -85,9 +87,11 @@ def launch_file(home: Path, url: str) -> Path:
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
     fd = os.open(path, flags, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
-        link = escape(url, quote=True)
-        out.write(f'<!doctype html><meta http-equiv="refresh" content="0;url={link}">'
-                  f'<a href="{link}">Open CEMS</a>\n')
+        action = escape(f"http://127.0.0.1:{port}{SIGN_IN_PATH}", quote=True)
+        out.write('<!doctype html><meta charset="utf-8"><meta name="referrer" content="no-referrer">'
+                  f'<title>CEMS</title><form method="post" action="{action}">'
+                  f'<input type="hidden" name="token" value="{escape(token, quote=True)}">'
+                  '<button>Open CEMS</button></form><script>document.forms[0].submit()</script>\n')
     os.chmod(path, 0o600)
     return path
 
@@ -141,7 +145,7 @@ def serve(memory: Memory, *, port: int, browser: bool, say: Callable[[str], None
                 server.should_exit = True
 
     threading.Thread(target=watch, name="cems-ui-idle", daemon=True).start()
-    page = launch_file(memory.settings.home, url) if browser else None
+    page = launch_file(memory.settings.home, port, token) if browser else None
     if page is not None:
         threading.Thread(target=open_browser, args=(page.as_uri(),), daemon=True).start()
     try:

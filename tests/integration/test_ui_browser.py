@@ -77,19 +77,54 @@ def served(cems_home: Path) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
+def driver() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def browser(driver: Any) -> Iterator[Any]:
+    launched = driver.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+    try:
+        yield launched
+    finally:
+        launched.close()
 
 
 def _screenshots(tmp_path: Path) -> Path:
     folder = Path(SCREENSHOTS or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def test_signing_in_leaves_the_token_in_no_address_the_browser_keeps(served, driver, tmp_path):
+    """The launch page `cems ui` opens POSTs the token; neither the addresses the tab went through nor
+    Chromium's own history database (a real profile) hold it, and the page that opens is signed in."""
+    import sqlite3
+
+    from cems_cli.ui.server import launch_file
+
+    launch = launch_file(tmp_path, served["port"], TOKEN)
+    profile = tmp_path / "profile"
+    context = driver.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, args=ARGS,
+                                                        headless=True)
+    try:
+        page = context.new_page()
+        visited: list[str] = []
+        page.on("framenavigated",
+                lambda frame: visited.append(frame.url) if frame is page.main_frame else None)
+        page.goto(launch.as_uri())
+        page.wait_for_url(f"http://127.0.0.1:{served['port']}/memories", timeout=10_000)
+        assert page.locator("input[name=q]").count() == 1  # the memories page, signed in
+        addresses = [*visited, page.url, page.evaluate("location.href")]
+    finally:
+        context.close()  # Chromium writes its history database as it closes
+    assert any(a.endswith("/memories") for a in addresses)
+    assert not [a for a in addresses if TOKEN in a]
+    with sqlite3.connect(profile / "Default" / "History") as db:
+        kept = [row[0] for row in db.execute("SELECT url FROM urls")]
+    assert any(url.endswith("/memories") for url in kept), kept
+    assert not [url for url in kept if TOKEN in url]
 
 
 def test_search_forget_restore_live_and_screenshots(served, browser, tmp_path):

@@ -268,8 +268,8 @@ def test_cems_ui_without_the_web_extra_names_the_install_line(cli, monkeypatch):
 
 
 def test_the_browser_is_opened_on_a_private_page_never_on_the_token(env, tmp_path):
-    """$BROWSER gets the launch page's path; the page (0600, in the private run folder) holds the address
-    and is gone when the viewer stops."""
+    """$BROWSER gets the launch page's path; the page (0600, in the private run folder) holds the token in
+    a sign-in form and is gone when the viewer stops."""
     seen = tmp_path / "browser-args"
     fake = tmp_path / "fake-browser"
     fake.write_text(f"#!/bin/sh\necho \"$@\" > {seen}\ncat \"${{1#file://}}\" >> {seen}\n")
@@ -283,7 +283,8 @@ def test_the_browser_is_opened_on_a_private_page_never_on_the_token(env, tmp_pat
             time.sleep(0.1)
         argument, page = seen.read_text().split("\n", 1)
         assert token not in argument and argument.startswith("file://")
-        assert token in page
+        # The page POSTs the token to /signin: it is in a form field, in no address.
+        assert f'name="token" value="{token}"' in page and "/signin" in page and "?token=" not in page
         launch = Path(argument.removeprefix("file://"))
         assert stat.S_IMODE(launch.stat().st_mode) == 0o600
         assert stat.S_IMODE(launch.parent.stat().st_mode) == 0o700

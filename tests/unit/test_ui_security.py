@@ -66,6 +66,36 @@ def test_the_token_becomes_an_httponly_strict_cookie_and_leaves_the_address(clie
     assert client.get("/").text == "page"  # the client kept the cookie
 
 
+def test_signing_in_by_post_sets_the_cookie_and_moves_on_without_the_token(client):
+    """The launch page (a file: Origin `null`, cross-site) POSTs the token; the answer sets the cookie and
+    moves on to / by itself (a redirect would carry no SameSite=Strict cookie after a cross-site start)."""
+    answer = client.post("/signin", data={"token": TOKEN},
+                         headers={"origin": "null", "sec-fetch-site": "cross-site"})
+    assert answer.status_code == 200
+    assert '<meta http-equiv="refresh" content="0;url=/">' in answer.text and TOKEN not in answer.text
+    cookie = answer.headers["set-cookie"].lower()
+    assert f"{cookie_name(PORT)}={TOKEN}".lower() in cookie
+    assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+    assert "location" not in answer.headers
+    assert client.get("/").text == "page"
+
+
+@pytest.mark.parametrize("form", [{"token": "guess"}, {}, {"token": ""}, {"tok": TOKEN}])
+def test_a_sign_in_without_the_token_is_refused(client, form):
+    answer = client.post("/signin", data=form)
+    assert answer.status_code == 403 and "set-cookie" not in answer.headers
+    assert client.get("/").status_code == 401
+
+
+def test_a_sign_in_is_bounded_and_checks_the_host(client):
+    answer = client.post("/signin", content=b"token=" + b"x" * 100_000,
+                         headers={"content-type": "application/x-www-form-urlencoded"})
+    assert answer.status_code == 413 and "set-cookie" not in answer.headers
+    foreign = client.post("/signin", data={"token": TOKEN}, headers={"host": "evil.example:18765"})
+    assert foreign.status_code == 400 and "set-cookie" not in foreign.headers
+    assert client.get("/signin").status_code == 401  # nothing else answers there unsigned
+
+
 @pytest.mark.parametrize("path", ["//evil.example/", "/\\evil.example/", "///evil.example"])
 def test_the_token_redirect_stays_on_the_viewer(client, path):
     answer = client.get(f"{BASE}{path}?token={TOKEN}")
