@@ -3,10 +3,10 @@
 A throwaway store gets COUNT synthetic memories (bench/_common.py texts through the import engine, a tenth
 of them tagged with one of 100 sessions; as in bench/search_latency.py, BASE texts are embedded for real and
 the others get perturbed copies of their vectors, so loading takes seconds, not minutes); the viewer runs
-as `cems ui` runs it (uvicorn on
-127.0.0.1, live updates on), and an HTTP client with the session cookie loads each page REPEAT times after a
-warm-up: the memories list (newest 50), a search, one memory with its explain, sessions, the next-session
-preview and rules. Reported: p50 and p95 in ms per page. Target: the memories page p50 under 100 ms.
+as `cems ui` runs it (uvicorn on 127.0.0.1, live updates on), and an HTTP client with the session cookie
+loads each page REPEAT times after a warm-up: the memories list (newest 50), a search, one memory with its
+explain, one memory with its history (ten edits), sessions, the next-session preview and rules. Reported:
+p50 and p95 in ms per page. Target: the memories page p50 under 100 ms.
 
     python bench/ui_page_load.py [--count 10000] [--repeat 30]
 """
@@ -65,6 +65,8 @@ def main() -> int:
                               source_ref=settings.project if i % 2 else None)
                     for i, text in enumerate(texts)]
         report = import_memories(service, memories, embed=lambda batch: vectors[[row_of[t] for t in batch]])
+        for n in range(10):  # a memory with a history of edits (sql/020_memory_edits.sql)
+            memory.edit(report.ids[124], f"{texts[124]} (revision {n})")
         load_seconds = time.perf_counter() - started
         print(f"loaded {len(report.ids)} memories in {load_seconds:.1f} s", flush=True)
         memory.warm_up()
@@ -84,6 +86,7 @@ def main() -> int:
             "memories (list)": "/memories",
             "memories (search)": f"/memories?q={query}",
             "memory (explain)": f"/memories/{report.ids[123]}?q={query}",
+            "memory (history)": f"/memories/{report.ids[124]}",
             "sessions": "/sessions",
             "preview": f"/preview?prompt={query}&folder={home}",
             "rules": "/rules",
