@@ -574,6 +574,29 @@ class Memory:
         finally:
             conn.close()
 
+    def change_batches(self, stop: threading.Event) -> Iterator[list[Change]]:
+        """`changes`, coalesced for a reader that reads what changed: one batch of distinct ids per short
+        window (at most 100; more is one `bulk` change), so a flood of notices, which any database role
+        can send, costs one read per window (store/notify.py)."""
+        from cems_cli.store.db import connect
+        from cems_cli.store.notify import batches
+
+        conn = connect(self.settings)
+        try:
+            yield from batches(conn, stop)
+        finally:
+            conn.close()
+
+    def records(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
+        """The memories among these full ids you may see (archived ones too), by id, in one read; ids of
+        no memory of yours are left out. At most 1000 ids."""
+        from cems_cli.store.memories import get_memories
+
+        if len(ids) > 1000:
+            raise UserError("at most 1000 ids at a time")
+        service = self._service
+        return {record.id: record for record in get_memories(service.conn, service.identity, list(ids))}
+
     def rule_firings(self) -> dict[str, dict[str, int]]:
         """How often each rule fired on this machine ({rule id: {block/ask/warn: times}}), as the PreToolUse
         hook counted them in CEMS_HOME."""

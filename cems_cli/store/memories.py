@@ -225,6 +225,20 @@ def get_memory(
     return MemoryRecord.from_row(row) if row else None
 
 
+def get_memories(conn: psycopg.Connection, identity: Identity, memory_ids: list[str]) -> list[MemoryRecord]:
+    """The visible memories among these full ids (archived ones too), in one query; a member of a team
+    server reads through cems_documents (sql/017_member_functions.sql), as a search does."""
+    if not memory_ids:
+        return []
+    vis, params = visibility_clause(identity)
+    source = "cems_documents(%(ids)s::uuid[]) d" if identity.restricted else "memory_documents d"
+    rows = conn.execute(
+        f"SELECT {document_columns()} FROM {source} WHERE d.id = ANY(%(ids)s::uuid[]) AND {vis}",
+        {**params, "ids": memory_ids},
+    ).fetchall()
+    return [MemoryRecord.from_row(row) for row in rows]
+
+
 def looks_like_id(text: str) -> bool:
     """An id or an id prefix (at least 4 hex digits, dashes allowed), whether or not it names a memory."""
     value = text.strip().lower()

@@ -43,7 +43,7 @@ class Viewer:
         self.port = port
         self.lock = threading.Lock()
         self.last_request = time.monotonic()
-        self.hub: Hub | None = Hub(memory.changes) if live else None
+        self.hub: Hub | None = Hub(memory.change_batches) if live else None
         self.templates = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined,
             trim_blocks=True, lstrip_blocks=True,

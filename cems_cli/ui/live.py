@@ -1,5 +1,7 @@
-"""Live updates: one thread LISTENs for changed memory ids (`Memory.changes`, a connection of its own) and
-hands them to every open page's stream (an asyncio queue each)."""
+"""Live updates: one thread LISTENs for changed memory ids (`Memory.change_batches`, a connection of its own)
+and hands each batch to every open page's stream (an asyncio queue each). Batches, not single changes: any
+database role can NOTIFY the channel, and a flood must cost the viewer one read per short window, not one
+per notice (store/notify.py coalesces)."""
 
 from __future__ import annotations
 
@@ -10,12 +12,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 _log = logging.getLogger("cems.ui")
-_QUEUE_SIZE = 256  # a page that stops reading loses old ids, never the server's memory
+_QUEUE_SIZE = 64  # batches; a page that stops reading loses old ones, never the server's memory
 
 
 class Hub:
-    def __init__(self, changes: Callable[[threading.Event], Iterator[Any]]) -> None:
-        self._changes = changes
+    def __init__(self, batches: Callable[[threading.Event], Iterator[list[Any]]]) -> None:
+        self._batches = batches
         self._stop = threading.Event()
         self._queues: set[asyncio.Queue[Any]] = set()
         self._lock = threading.Lock()
@@ -46,20 +48,20 @@ class Hub:
         # A dropped connection (the database restarted) is opened again; the pages keep their streams.
         while not self._stop.is_set():
             try:
-                for change in self._changes(self._stop):
-                    self._publish(change)
+                for batch in self._batches(self._stop):
+                    self._publish(batch)
             except Exception:
                 _log.warning("live updates: listening failed, retrying", exc_info=True)
                 self._stop.wait(2.0)
 
-    def _publish(self, change: Any) -> None:
+    def _publish(self, batch: list[Any]) -> None:
         loop = self._loop
         if loop is None or loop.is_closed():
             return
         with self._lock:
             queues = list(self._queues)
         for queue in queues:
-            loop.call_soon_threadsafe(_offer, queue, change)
+            loop.call_soon_threadsafe(_offer, queue, batch)
 
 
 def _offer(queue: asyncio.Queue[Any], item: Any) -> None:

@@ -1,5 +1,6 @@
-"""The live stream (server-sent events): for each memory another process stored or changed, one `memory`
-event carrying its row, rendered like the memories page's rows (escaped), for the page to put on top."""
+"""The live stream (server-sent events): for each batch of memories other processes stored or changed, one
+`memory` event carrying their rows, rendered like the memories page's rows (escaped), newest on top, for
+the page to put on top. One read per batch (`Memory.records`), however many notices made it."""
 
 from __future__ import annotations
 
@@ -27,28 +28,32 @@ async def stream(viewer: Viewer, request: Request) -> Response:
             yield ServerSentEvent(comment="connected")
             while True:
                 try:
-                    change = await asyncio.wait_for(queue.get(), timeout=15.0)
+                    batch = await asyncio.wait_for(queue.get(), timeout=15.0)
                 except TimeoutError:
                     if await request.is_disconnected():
                         return
                     continue
-                if change.op == "bulk" or change.id is None:
+                if any(c.op == "bulk" or c.id is None for c in batch):
                     yield ServerSentEvent(event="memory", data=template.render(record=None, op="bulk"))
                     continue
-                record = await viewer.call(_visible, viewer, change.id)
-                if record is None and change.op != "delete":
-                    continue  # another user's memory, or gone again: nothing to show
-                html = template.render(record=record, op=change.op, memory_id=change.id)
-                yield ServerSentEvent(event="memory", data=html)
+                records = await viewer.call(_visible, viewer, [c.id for c in batch])
+                rows = []
+                for c in reversed(batch):  # the latest change on top
+                    record = records.get(c.id)
+                    if record is None and c.op != "delete":
+                        continue  # another user's memory, or gone again: nothing to show
+                    rows.append(template.render(record=record, op=c.op, memory_id=c.id))
+                if rows:
+                    yield ServerSentEvent(event="memory", data="".join(rows))
         finally:
             hub.unsubscribe(queue)
 
     return EventSourceResponse(events(), ping=15)
 
 
-def _visible(viewer: Viewer, memory_id: str) -> Any:
-    """The memory if this user may see it (the library's visibility rules), else None."""
+def _visible(viewer: Viewer, memory_ids: list[str]) -> dict[str, Any]:
+    """Those of the memories this user may see (the library's visibility rules), by id, in one read."""
     try:
-        return viewer.memory.get(memory_id)
+        return viewer.memory.records(memory_ids)
     except UserError:
-        return None
+        return {}
