@@ -7,10 +7,11 @@ from typing import Any
 
 from cems_cli import defaults
 from cems_cli.retrieval.types import Candidate
-from cems_cli.text.values import same_values
+from cems_cli.text.values import one_command_in_more_detail, same_values
 
 DEFAULT_RELEVANCE_THRESHOLD = defaults.RELEVANCE_THRESHOLD
 DEFAULT_DUPLICATE_COSINE = 0.92
+VARIANT_MIN_COSINE = 0.80  # see _one_fact
 
 
 def filter_by_threshold(
@@ -58,8 +59,8 @@ def semantic_dedup(
 ) -> list[Candidate]:
     """Drop near-duplicates: of two candidates whose embeddings have cosine ≥ `threshold` and whose texts
     state the same values (text/values.py: "Staging runs Kubernetes 1.29" is no duplicate of "Production
-    runs Kubernetes 1.27"), keep the higher score (the earlier one on a tie). Candidates without an
-    embedding are always kept.
+    runs Kubernetes 1.27"), or that say one command in more detail (`_one_fact`), keep the higher score (the
+    earlier one on a tie). Candidates without an embedding are always kept.
 
     Returns the survivors in their input order; each keeper lists what it absorbed in explain["dedup"].
     """
@@ -73,8 +74,9 @@ def semantic_dedup(
     dropped: set[int] = set()
     for row in order:
         keeper = next(
-            (k for k in kept_rows if similarity[row, k] >= threshold
-             and same_values(candidates[positions[row]].content, candidates[positions[k]].content)),
+            (k for k in kept_rows if _one_fact(candidates[positions[row]].content,
+                                               candidates[positions[k]].content,
+                                               float(similarity[row, k]), threshold)),
             None,
         )
         if keeper is None:
@@ -86,3 +88,14 @@ def semantic_dedup(
             {"document_id": duplicate.document_id, "cosine": float(similarity[row, keeper])}
         )
     return [c for i, c in enumerate(candidates) if i not in dropped]
+
+
+def _one_fact(a: str, b: str, cosine: float, threshold: float) -> bool:
+    """What one result line should say once: near duplicates that state the same values, or one command in
+    more detail ("tests run with `pytest`" / "`python3 -m pytest`": two of three recall lines for one fact
+    on the sets written by others). The text check of the second is strict (every other value equal), and
+    stored vectors carry the memory's title, which puts such pairs at 0.90-0.95: it needs less of the
+    cosine. Both memories stay stored; only the weaker line is not shown."""
+    if cosine >= threshold and same_values(a, b):
+        return True
+    return cosine >= VARIANT_MIN_COSINE and one_command_in_more_detail(a, b)

@@ -343,3 +343,32 @@ def differences(a: str, b: str) -> list[str]:
 
 def same_values(a: str, b: str) -> bool:
     return not differences(a, b)
+
+
+def one_command_in_more_detail(a: str, b: str) -> bool:
+    """True when two texts say the same except that a command (a code span) of one is the other's with
+    more words: "the tests run with `pytest`" / "… `pytest -v`" / "… `python3 -m pytest`". Not two facts
+    for a reader, and two lines of a recall block for one: shown once, the better one. Never used to merge
+    (that keeps both); a code span that changes a word rather than adds one ("`node 18`" / "`node 20`",
+    "`npm`" / "`pnpm`", "`pytest tests/unit`" / "`pytest tests/integration`") is another value."""
+    x, y = extract(a), extract(b)
+    only_x, only_y = x.terms - y.terms, y.terms - x.terms
+    if not only_x or not only_y:
+        return False
+
+    def covered(terms: frozenset[str], others: frozenset[str]) -> bool:
+        return all(any(_nested(term, other) for other in others) for term in terms)
+
+    if not (covered(only_x, only_y) and covered(only_y, only_x)):
+        return False
+    # Everything outside the code spans must state the same values.
+    return same_values(_CODE_SPAN.sub("`command`", a), _CODE_SPAN.sub("`command`", b))
+
+
+def _nested(one: str, other: str) -> bool:
+    """One command's words all among the other's, in order ("pytest" in "python3 -m pytest -v")."""
+    # "./bin/test" is "bin/test".
+    short, long = sorted(([w.removeprefix("./") for w in one.split()],
+                          [w.removeprefix("./") for w in other.split()]), key=len)
+    words = iter(long)
+    return all(word in words for word in short)

@@ -62,6 +62,33 @@ def test_semantic_dedup_keeps_alike_texts_that_state_other_values():
     assert ids(semantic_dedup([staging, production, reworded])) == ["S-c0", "P-c0"]
 
 
+def test_one_command_in_more_detail_is_one_line():
+    """"tests run with `pytest`" and "… `pytest -v`" took two of three recall lines on the SWE-bench set;
+    a command that changes a word ("`npm`" / "`pnpm`", another folder) is another value and stays."""
+    line = "In project demo the tests run with `{}`."
+    short = cand("A", 0.8, [0.6, 0.8], content=line.format("pytest"))
+    longer = cand("B", 0.7, [0.6, 0.8], content=line.format("python3 -m pytest -v"))
+    assert ids(semantic_dedup([short, longer])) == ["A-c0"]
+    assert short.explain["dedup"] == [{"document_id": "B", "cosine": pytest.approx(1.0)}]
+    # "./bin/test" is "bin/test"; the strict text check needs less of the cosine (0.85 here, not 0.92).
+    dotted = cand("D", 0.8, [1.0, 0.0], content=line.format("./bin/test"))
+    plain = cand("E", 0.7, [0.85, math.sqrt(1 - 0.85**2)], content=line.format("bin/test --verbose"))
+    assert ids(semantic_dedup([dotted, plain])) == ["D-c0"]
+    far = cand("F", 0.7, [0.75, math.sqrt(1 - 0.75**2)], content=line.format("bin/test --verbose"))
+    assert ids(semantic_dedup([dotted, far])) == ["D-c0", "F-c0"]
+    for other in ("pytest tests/integration", "tox"):
+        pair = [cand("U", 0.8, [0.6, 0.8], content=line.format("pytest tests/unit")),
+                cand("V", 0.7, [0.6, 0.8], content=line.format(other))]
+        assert ids(semantic_dedup(pair)) == ["U-c0", "V-c0"]
+    npm = cand("N", 0.8, [0.6, 0.8], content="We install with `npm`.")
+    pnpm = cand("P", 0.7, [0.6, 0.8], content="We install with `pnpm`.")
+    assert ids(semantic_dedup([npm, pnpm])) == ["N-c0", "P-c0"]
+    # The words around the command must agree too.
+    never = cand("X", 0.8, [0.6, 0.8], content="Never run `git push --force` on main.")
+    always = cand("Y", 0.7, [0.6, 0.8], content="Always run `git push` on main.")
+    assert ids(semantic_dedup([never, always])) == ["X-c0", "Y-c0"]
+
+
 def test_semantic_dedup_degenerate_inputs():
     assert semantic_dedup([]) == []
     lone = [cand("A", 0.5, [1.0, 0.0])]
