@@ -12,7 +12,7 @@ Everything below it (the store, the retrieval pipeline, the rules tables, mainte
 detail: `Memory` is given its settings and builds what it needs lazily, so opening one costs nothing until
 the first call that needs the database (a connection) or the model (an embedding).
 
-This package is a façade over the engine (`MemoryService`, service.py, and the modules beside it), not the
+This package is a façade over the engine (`MemoryService`, service/, and the modules beside it), not the
 engine itself: it turns documented keywords into the engine's arguments (a search's or a recall's
 `SearchOptions` / `RecallOptions`, built once) and adds no behaviour, and every front end goes through it.
 
