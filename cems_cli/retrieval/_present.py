@@ -93,7 +93,6 @@ def _results(
 
 # A summary sharing no word with the question's topic needs this cosine; and every summary this score
 # (cosine plus half its full-text rank, after the project factor): "an overview of xyzzy" gets none.
-SUMMARY_MIN_COSINE = RECALL_MIN_SIMILARITY
 
 
 SUMMARY_MIN_SCORE = 0.2
@@ -138,7 +137,7 @@ def _overview(
                                  until=end, project=options.project)
         # Evidence first, as for memories: a word of the topic, or a cosine that close.
         scored = [(s.score * project_factor(s.project or None, options.current_project), s) for s in found
-                  if s.lexical > 0 or s.cosine >= SUMMARY_MIN_COSINE]
+                  if s.lexical > 0 or s.cosine >= RECALL_MIN_SIMILARITY]
         ranked = [s for score, s in sorted(scored, key=lambda item: item[0], reverse=True)
                   if score >= SUMMARY_MIN_SCORE]
     wanted = min(options.summary_results, max(1, options.limit // 2))
