@@ -1,7 +1,7 @@
 """Defaults that more than one layer reads, defined once.
 
 Stdlib only and cheap to import: the hooks read these on every prompt. `Settings` (config.py), the library
-(api.py), the hooks and the evaluation all take their defaults from here, so a value cannot drift between a
+(api/), the hooks and the evaluation all take their defaults from here, so a value cannot drift between a
 front end and the engine.
 """
 

@@ -26,7 +26,6 @@ class Assemblable(Protocol):
     def explain(self) -> dict[str, Any]: ...
 
 
-DEFAULT_BUDGET = defaults.CONTEXT_BUDGET
 SESSION_TAG_PREFIX = "session:"
 
 
@@ -44,7 +43,7 @@ def session_from_tags(cand: Candidate) -> str | None:
 def assemble_greedy(
     candidates: Sequence[Assemblable],
     count_tokens: TokenCounter,
-    budget: int = DEFAULT_BUDGET,
+    budget: int = defaults.CONTEXT_BUDGET,
     max_results: int | None = None,
     text: Callable[[Any], str] = lambda cand: cand.content,
 ) -> Assembly:

@@ -9,13 +9,12 @@ from cems_cli import defaults
 from cems_cli.retrieval.types import Candidate
 from cems_cli.text.values import one_command_in_more_detail, same_values
 
-DEFAULT_RELEVANCE_THRESHOLD = defaults.RELEVANCE_THRESHOLD
 DEFAULT_DUPLICATE_COSINE = 0.92
 VARIANT_MIN_COSINE = 0.80  # see _one_fact
 
 
 def filter_by_threshold(
-    candidates: Iterable[Candidate], threshold: float = DEFAULT_RELEVANCE_THRESHOLD
+    candidates: Iterable[Candidate], threshold: float = defaults.RELEVANCE_THRESHOLD
 ) -> list[Candidate]:
     """Keep candidates whose score is at least `threshold`, in their order."""
     return [c for c in candidates if c.score >= threshold]
@@ -26,10 +25,7 @@ def filter_by_threshold(
 # "xyzzy plugh frobnicate" returned the five least unrelated memories. It is a floor, not a classifier:
 # MiniLM puts a true synonym below nonsense at times ("which bundler" is 0.18 from "The web app uses Vite",
 # "xyzzy plugh frobnicate" 0.23 from "I prefer ruff over flake8"), so it stays low.
-DEFAULT_MIN_SIMILARITY = defaults.MIN_SIMILARITY
-
-
-def has_evidence(cand: Candidate, min_similarity: float = DEFAULT_MIN_SIMILARITY) -> bool:
+def has_evidence(cand: Candidate, min_similarity: float = defaults.MIN_SIMILARITY) -> bool:
     """A lexical match, or a cosine to the query of at least `min_similarity`."""
     return cand.lexical_score > 0 or cand.vector_score >= min_similarity
 

@@ -19,11 +19,7 @@ from dataclasses import dataclass, field
 from cems_cli import defaults
 from cems_cli.retrieval.types import Candidate, RankedList
 
-DEFAULT_K = defaults.RRF_K
-DEFAULT_ORIGINAL_WEIGHT = defaults.RRF_ORIGINAL_WEIGHT
-DEFAULT_EXPANSION_WEIGHT = defaults.RRF_EXPANSION_WEIGHT
 DEFAULT_TOP_RANK_BONUS = (0.05, 0.02)  # rank 1, ranks 2-3
-DEFAULT_HYBRID_VECTOR_WEIGHT = defaults.HYBRID_VECTOR_WEIGHT
 
 
 @dataclass
@@ -54,8 +50,8 @@ def min_max_normalise(scores: Sequence[float]) -> list[float]:
 
 def effective_weight(
     ranked: RankedList,
-    original_weight: float = DEFAULT_ORIGINAL_WEIGHT,
-    expansion_weight: float = DEFAULT_EXPANSION_WEIGHT,
+    original_weight: float = defaults.RRF_ORIGINAL_WEIGHT,
+    expansion_weight: float = defaults.RRF_EXPANSION_WEIGHT,
 ) -> float:
     if ranked.weight is not None:
         return ranked.weight
@@ -73,10 +69,10 @@ def _distinct_in_order(ranked: RankedList) -> Iterable[str]:
 def weighted_rrf(
     lists: Sequence[RankedList],
     *,
-    k: int = DEFAULT_K,
+    k: int = defaults.RRF_K,
     top_rank_bonus: tuple[float, float] = DEFAULT_TOP_RANK_BONUS,
-    original_weight: float = DEFAULT_ORIGINAL_WEIGHT,
-    expansion_weight: float = DEFAULT_EXPANSION_WEIGHT,
+    original_weight: float = defaults.RRF_ORIGINAL_WEIGHT,
+    expansion_weight: float = defaults.RRF_EXPANSION_WEIGHT,
 ) -> list[FusedScore]:
     """Fuse ranked lists; best first, ties kept in order of first appearance."""
     if k <= 0:
@@ -106,11 +102,11 @@ def fuse_candidates(
     lists: Sequence[RankedList],
     candidates: Mapping[str, Candidate],
     *,
-    k: int = DEFAULT_K,
+    k: int = defaults.RRF_K,
     top_rank_bonus: tuple[float, float] = DEFAULT_TOP_RANK_BONUS,
-    original_weight: float = DEFAULT_ORIGINAL_WEIGHT,
-    expansion_weight: float = DEFAULT_EXPANSION_WEIGHT,
-    hybrid_vector_weight: float = DEFAULT_HYBRID_VECTOR_WEIGHT,
+    original_weight: float = defaults.RRF_ORIGINAL_WEIGHT,
+    expansion_weight: float = defaults.RRF_EXPANSION_WEIGHT,
+    hybrid_vector_weight: float = defaults.HYBRID_VECTOR_WEIGHT,
 ) -> list[Candidate]:
     """Score candidates (keyed by document_id) by fused rank blended with their vector score.
 
@@ -166,19 +162,14 @@ def fuse_candidates(
 # question ("test" in "which test framework do I like?") the full lexical score whenever nothing matched
 # better, which in a small store outranked the memory that answers by meaning. With c > 0 a best match
 # that covers less than c of the query's IDF mass keeps its partial score. c = 0 is the old normalisation.
-
-DEFAULT_FUSION_VECTOR_WEIGHT = defaults.FUSION_VECTOR_WEIGHT
-DEFAULT_LEXICAL_COVERAGE = defaults.LEXICAL_COVERAGE
-
-
 def linear_fuse(
     lists: Sequence[RankedList],
     candidates: Mapping[str, Candidate],
     *,
-    vector_weight: float = DEFAULT_FUSION_VECTOR_WEIGHT,
-    lexical_coverage: float = DEFAULT_LEXICAL_COVERAGE,
-    original_weight: float = DEFAULT_ORIGINAL_WEIGHT,
-    expansion_weight: float = DEFAULT_EXPANSION_WEIGHT,
+    vector_weight: float = defaults.FUSION_VECTOR_WEIGHT,
+    lexical_coverage: float = defaults.LEXICAL_COVERAGE,
+    original_weight: float = defaults.RRF_ORIGINAL_WEIGHT,
+    expansion_weight: float = defaults.RRF_EXPANSION_WEIGHT,
 ) -> list[Candidate]:
     """Score every candidate in a weighted list by normalised BM25 plus weighted cosine; best first.
 

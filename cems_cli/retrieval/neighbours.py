@@ -24,10 +24,6 @@ from dataclasses import dataclass
 from cems_cli import defaults
 from cems_cli.retrieval.types import Candidate
 
-DEFAULT_WINDOW = defaults.SESSION_WINDOW
-DEFAULT_NEIGHBOUR_WEIGHT = defaults.SESSION_NEIGHBOUR_WEIGHT
-DEFAULT_SESSION_WEIGHT = defaults.SESSION_WEIGHT
-
 
 @dataclass(frozen=True)
 class SessionPosition:
@@ -39,9 +35,9 @@ def apply_session_context(
     candidates: Sequence[Candidate],
     positions: Mapping[str, SessionPosition],
     *,
-    window: int = DEFAULT_WINDOW,
-    neighbour_weight: float = DEFAULT_NEIGHBOUR_WEIGHT,
-    session_weight: float = DEFAULT_SESSION_WEIGHT,
+    window: int = defaults.SESSION_WINDOW,
+    neighbour_weight: float = defaults.SESSION_NEIGHBOUR_WEIGHT,
+    session_weight: float = defaults.SESSION_WEIGHT,
 ) -> list[Candidate]:
     """Rescore candidates (keyed by document id in `positions`) and return them best first.
 

@@ -76,7 +76,7 @@ class SearchOptions:
     other_projects_captured: bool = True
     # True (what the prompt hook asks): a question about the world rather than the asker's work ("Explain
     # what React.memo does", understand.asks_general_knowledge) gets only memories plainly about what it
-    # asks (pipeline.GENERAL_MIN_LEXICAL, GENERAL_MIN_COSINE), often none.
+    # asks (_rank.GENERAL_MIN_LEXICAL, GENERAL_MIN_COSINE), often none.
     general_needs_evidence: bool = False
 
     # Ranking (the Settings fields of the same names; measured in bench/RESULTS.md).

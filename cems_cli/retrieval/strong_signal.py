@@ -18,8 +18,6 @@ from dataclasses import dataclass
 
 from cems_cli import defaults
 
-DEFAULT_THRESHOLD = defaults.STRONG_SIGNAL_THRESHOLD
-DEFAULT_MIN_GAP = defaults.STRONG_SIGNAL_GAP
 # 0.95 - 0.80 is 0.1499999... in binary floating point; a boundary the spec calls "≥" must pass.
 _EPSILON = 1e-9
 
@@ -45,8 +43,8 @@ def saturate(raw: float, scale: float = 1.0) -> float:
 def detect_strong_signal(
     scores: Sequence[float],
     *,
-    threshold: float = DEFAULT_THRESHOLD,
-    min_gap: float = DEFAULT_MIN_GAP,
+    threshold: float = defaults.STRONG_SIGNAL_THRESHOLD,
+    min_gap: float = defaults.STRONG_SIGNAL_GAP,
 ) -> StrongSignal:
     """Decide from normalised probe scores (any order; the two best are used)."""
     clean = sorted((s for s in scores if math.isfinite(s)), reverse=True)

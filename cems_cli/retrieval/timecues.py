@@ -1,7 +1,7 @@
 """Time cues in a query: "on October 13, 2023", "in May 2023", "in June", "in 2024", "yesterday", "last week".
 
 A query that names a time asks about what was recorded then. The cue becomes a predicate on a memory's
-created_at: an overview question keeps the summaries whose period overlaps it (pipeline._overview), and the
+created_at: an overview question keeps the summaries whose period overlaps it (_present._overview), and the
 `time_cue` experiment boosts the memories it matches (retrieval/experiments.py). Memories are recorded
 after what they describe (a conversation mentions yesterday's trip), so every window also takes in the days
 that follow it.

@@ -127,7 +127,7 @@ def overview_topic(query: str) -> list[str]:
 # Questions about the world rather than about the asker's own work: "Explain what React.memo does", "What's
 # the difference between a Deployment and a StatefulSet?", "How do generics work in Go?", "What is a
 # goroutine?". Memories answer them only when one is about the very thing asked (the prompt hook asks for
-# that evidence, pipeline.GENERAL_MIN_LEXICAL); otherwise whatever shares a topic word is injected as noise.
+# that evidence, _rank.GENERAL_MIN_LEXICAL); otherwise whatever shares a topic word is injected as noise.
 # A question that speaks of "we", "our", "here", "this repo"… or of the past is about the asker's work.
 _GENERAL_KNOWLEDGE = re.compile(
     r"^(?:(?:can|could) you |please )?(?:explain|describe)\b|"

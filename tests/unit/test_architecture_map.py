@@ -70,6 +70,17 @@ def _classes(name: str) -> list[ast.ClassDef]:
     ]
 
 
+def _members(cls: ast.ClassDef) -> set[str]:
+    """What a class defines, its bases' members included (a class split over bases by job, as
+    `MemoryService` is, still has every method the map names)."""
+    names = _names(cls.body)
+    for base in cls.bases:
+        if isinstance(base, ast.Name):
+            for parent in _classes(base.id):
+                names |= _members(parent)
+    return names
+
+
 def _function_anywhere(name: str) -> bool:
     return any(
         isinstance(node, ast.FunctionDef) and node.name == name
@@ -103,12 +114,12 @@ def _defined(parts: list[str]) -> bool | None:
             if len(rest) == 1:
                 return True
             classes = [n for n in body if isinstance(n, ast.ClassDef) and n.name == rest[0]]
-            if any(rest[1] in _names(c.body) for c in classes):
+            if any(rest[1] in _members(c) for c in classes):
                 return True
         return False
     classes = _classes(parts[0])
     if classes and len(parts) == 2:
-        return any(parts[1] in _names(c.body) for c in classes)
+        return any(parts[1] in _members(c) for c in classes)
     return None
 
 

@@ -42,13 +42,20 @@ def test_no_module_restates_a_default_as_a_literal():
 
 
 def test_the_stages_defaults_are_the_settings_defaults():
+    import inspect
+
     from cems_cli.retrieval import filtering, fusion, neighbours, strong_signal
 
-    assert fusion.DEFAULT_HYBRID_VECTOR_WEIGHT == Settings.model_fields["hybrid_vector_weight"].default
-    assert filtering.DEFAULT_RELEVANCE_THRESHOLD == Settings.model_fields["relevance_threshold"].default
-    assert filtering.DEFAULT_MIN_SIMILARITY == Settings.model_fields["min_similarity"].default
-    assert neighbours.DEFAULT_SESSION_WEIGHT == Settings.model_fields["session_weight"].default
-    assert strong_signal.DEFAULT_THRESHOLD == Settings.model_fields["strong_signal_threshold"].default
+    def default(function: object, name: str) -> object:
+        return inspect.signature(function).parameters[name].default  # type: ignore[arg-type]
+
+    fields = Settings.model_fields
+    assert default(fusion.fuse_candidates, "hybrid_vector_weight") == fields["hybrid_vector_weight"].default
+    assert default(filtering.filter_by_threshold, "threshold") == fields["relevance_threshold"].default
+    assert default(filtering.has_evidence, "min_similarity") == fields["min_similarity"].default
+    assert default(neighbours.apply_session_context, "session_weight") == fields["session_weight"].default
+    threshold = fields["strong_signal_threshold"].default
+    assert default(strong_signal.detect_strong_signal, "threshold") == threshold
 
 
 def test_every_settings_default_is_defined_in_the_defaults_module():

@@ -102,7 +102,8 @@ def test_semantic_dedup_degenerate_inputs():
 def test_a_candidate_needs_a_shared_word_or_a_close_enough_meaning():
     from datetime import UTC, datetime
 
-    from cems_cli.retrieval.filtering import DEFAULT_MIN_SIMILARITY, has_evidence
+    from cems_cli.defaults import MIN_SIMILARITY
+    from cems_cli.retrieval.filtering import has_evidence
     from cems_cli.retrieval.types import Candidate
 
     def cand(lexical: float, cosine: float) -> Candidate:
@@ -110,6 +111,6 @@ def test_a_candidate_needs_a_shared_word_or_a_close_enough_meaning():
                          created_at=datetime.now(UTC), lexical_score=lexical, vector_score=cosine)
 
     assert has_evidence(cand(0.01, 0.0))  # any shared word is evidence
-    assert has_evidence(cand(0.0, DEFAULT_MIN_SIMILARITY))
-    assert not has_evidence(cand(0.0, DEFAULT_MIN_SIMILARITY - 0.01))
+    assert has_evidence(cand(0.0, MIN_SIMILARITY))
+    assert not has_evidence(cand(0.0, MIN_SIMILARITY - 0.01))
     assert not has_evidence(cand(0.0, 0.25), min_similarity=0.3)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cems_cli.api import _model_bytes
+from cems_cli.api._status import _model_bytes
 from cems_cli.config import load_settings
 
 

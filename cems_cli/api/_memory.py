@@ -1,35 +1,21 @@
-"""CEMS as a library: the one API every front end goes through (the CLI, the search server the hooks ask,
-the MCP server, the evaluation, your own scripts).
-
-    import cems
-
-    with cems.open() as memory:                      # the embedded store under ~/.cems, offline
-        memory.remember("We use pnpm, never npm", category="preferences")
-        for result in memory.search("which package manager"):
-            print(result.score, result.content, result.citation)
-
-Everything below it (the store, the retrieval pipeline, the rules tables, maintenance) is an implementation
-detail: `Memory` is given its settings and builds what it needs lazily, so opening one costs nothing until
-the first call that needs the database (a connection) or the model (an embedding).
-
-This module is a façade over the engine (`MemoryService`, service.py, and the modules beside it), not the
-engine itself: it turns documented keywords into the engine's arguments (a search's or a recall's
-`SearchOptions` / `RecallOptions`, built once) and adds no behaviour, and every front end goes through it.
-"""
+"""`Memory`, one user's memories as the library gives them (`cems.open()`): remember, search, recall, get,
+list, forget, pin, share, browse, status, maintain, summaries, audit."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from cems_cli.api._config import Config
+from cems_cli.api._rules import Rules
+from cems_cli.api._server import Teams
+from cems_cli.api._status import Status, _model_bytes
+from cems_cli.api._transfer import Transfer
 from cems_cli.config import Settings
 from cems_cli.errors import UserError
-from cems_cli.maintain import STEPS as MAINTENANCE_STEPS  # `Memory.maintain`'s steps, in order
 from cems_cli.results import SearchResult
 from cems_cli.retrieval.options import RecallOptions, SearchOptions
 from cems_cli.store.records import MemoryRecord
@@ -40,110 +26,13 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-    from cems_cli.bulk import ImportLine, ImportReport
     from cems_cli.maintain import MaintenanceReport
     from cems_cli.progressive import Fetched, IndexEntry, Timeline
-    from cems_cli.rules.model import Rule
     from cems_cli.service import MemoryService
     from cems_cli.store.audit import AuditEntry
     from cems_cli.store.browse import History, SessionEntry
     from cems_cli.store.lifecycle import Restored
     from cems_cli.store.notify import Change
-    from cems_cli.store.records import NewMemory
-    from cems_cli.store.teams import TeamRow
-
-__all__ = [
-    "MAINTENANCE_STEPS",
-    "Memory",
-    "MemoryRecord",
-    "Remembered",
-    "RecallOptions",
-    "Config",
-    "Rules",
-    "SearchOptions",
-    "SearchResult",
-    "Status",
-    "StoredSummary",
-    "SummaryReport",
-    "UserError",
-    "open",
-    "reindex",
-    "Teams",
-    "init_server",
-    "grant_role",
-    "set_quota",
-    "list_quotas",
-]
-
-
-@contextlib.contextmanager
-def opened() -> Iterator[Memory]:
-    """A `Memory` on this process's settings (read once: config.get_settings) for one command or one tool
-    call of a front end; closed (its connection released) when that ends."""
-    from cems_cli.config import get_settings
-
-    memory = Memory(get_settings())
-    try:
-        yield memory
-    finally:
-        memory.close()
-
-
-def describe_error(error: BaseException) -> tuple[str, int] | None:
-    """A known failure as (one-line message, exit code) for any front end to show; None for anything else
-    (a bug). Bad input exits 2, an unreachable store or embedder 1."""
-    from cems_cli.config import SettingsError
-
-    if isinstance(error, (UserError, SettingsError)):
-        return str(error), 2
-    from cems_cli.embedding.base import EmbeddingError
-    from cems_cli.embedding.limits import TextTooLarge
-
-    if isinstance(error, TextTooLarge):
-        return str(error), 2
-    from cems_cli.store.db import StoreError
-    from cems_cli.store.embedded import ServerError
-
-    if isinstance(error, (StoreError, ServerError, EmbeddingError)):
-        return str(error), 1
-    if isinstance(error, UnicodeEncodeError) and error.reason == "surrogates not allowed":
-        # Invalid UTF-8 (from argv, the environment or a file name) that no earlier check caught: still
-        # bad input, not a bug, and the database never received it.
-        return "a value is not valid UTF-8 (check the arguments and CEMS_* variables)", 2
-    return None
-
-
-def error_line(message: str) -> str:
-    """A message as a front end shows it: one line, with no password or API key in it (libpq and HTTP
-    libraries quote connection strings and URLs in their messages)."""
-    from cems_cli.config import mask_secrets
-
-    return mask_secrets(" ".join(message.split()))
-
-
-def database_status() -> dict[str, Any]:
-    """Where the store is and, for the embedded server, whether it runs and how big it is
-    (`cems db status --json`, the `database` of `cems status --json` and of the MCP `status` tool)."""
-    from cems_cli.config import get_settings
-    from cems_cli.paths import pgdata_path
-    from cems_cli.store.embedded import data_dir, data_dir_size, read_postmaster
-
-    settings = get_settings()
-    if settings.database_url:
-        from cems_cli.store.db import locate
-
-        return {"embedded": False, "location": locate(settings, start=False).description, "running": None}
-    pgdata = pgdata_path(settings.home)
-    state = read_postmaster(pgdata)
-    return {
-        "embedded": True,
-        "location": str(pgdata),
-        "data_dir": str(data_dir(pgdata)),  # where the cluster really is (as root: under /var/lib/cems)
-        "running": state is not None,
-        "pid": state.pid if state else None,
-        "socket": str(state.socket_dir) if state and state.socket_dir else None,
-        "size_bytes": data_dir_size(pgdata) if pgdata.exists() else 0,
-    }
 
 
 class Remembered(NamedTuple):
@@ -152,51 +41,6 @@ class Remembered(NamedTuple):
 
     id: str
     created: bool
-
-
-@dataclass(frozen=True)
-class Status:
-    """Who you are to CEMS, where your memories live, and how many there are."""
-
-    user: str
-    team: str | None
-    project: str
-    home: str
-    embedding: dict[str, Any]
-    llm: dict[str, Any]
-    counts: list[dict[str, Any]]
-    # What the store and the search server hold in memory (store/footprint.py): the database's page cache
-    # and the size of what it caches, the model's weights, the search server's resident memory.
-    memory: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def total(self) -> int:
-        return sum(int(entry["count"]) for entry in self.counts)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "user": self.user,
-            "team": self.team,
-            "project": self.project,
-            "home": self.home,
-            "embedding": self.embedding,
-            "llm": self.llm,
-            "counts": self.counts,
-            "total": self.total,
-            "memory": self.memory,
-        }
-
-
-def _model_bytes(settings: Settings) -> int | None:
-    """The local model's weights on disk, which the search server maps into memory (None for a remote one)."""
-    if settings.embedding_backend != "local":
-        return None
-    from cems_cli.embedding.local import model_file
-
-    try:
-        return model_file().stat().st_size
-    except OSError:
-        return None
 
 
 def open(  # noqa: A001 - `cems.open()`, like `io.open` / `sqlite3.connect`: the library's front door
@@ -232,7 +76,7 @@ def open(  # noqa: A001 - `cems.open()`, like `io.open` / `sqlite3.connect`: the
     return Memory(chosen)
 
 
-class Memory:
+class Memory(Transfer):
     """Your memories: remember, search, recall, get, list, forget, pin, share, rules, status, maintain.
 
     Methods raise `UserError` (a `ValueError`) for bad input, with a one-line message and nothing stored.
@@ -660,66 +504,6 @@ class Memory:
 
         return build_summaries(self._service.conn, self._service.live_settings(), dry_run=dry_run)
 
-    def import_jsonl(
-        self, lines: Sequence[bytes], *, default_team: str | None = None, trusted: bool = False,
-        progress: Callable[[int, int], None] | None = None,
-        index_progress: Callable[[str, int, int], None] | None = None,
-    ) -> ImportReport:
-        """Import `cems export` lines (JSON Lines); texts already stored are skipped. Every line is checked
-        before anything is stored (a bad one stores nothing); memories are then stored in committed batches,
-        so an interrupted import, run again, resumes. Unless `trusted` (your own export), a line's source,
-        source_ref, pin, future date and vectors are dropped, counted in `report.dropped`
-        (cems_cli/bulk.py). `progress(done, total)` counts new memories stored; `index_progress(name, done,
-        total)` follows the index builds of a large load."""
-        from collections import Counter
-
-        from cems_cli.bulk import import_memories, parse_jsonl
-
-        dropped: Counter[str] = Counter()
-        memories = parse_jsonl(lines, self._service, default_team=default_team, trusted=trusted,
-                               dropped=dropped)
-        self._reserve_import(memories)
-        report = import_memories(self._service, memories, progress=progress, index_progress=index_progress)
-        report.dropped = dict(dropped)
-        return report
-
-    def import_records(
-        self, records: Sequence[dict[str, Any]], *, trusted: bool = False,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> ImportReport:
-        """Import export-shaped objects (the fields `cems export` writes), each checked before any is stored:
-        the fast path for many memories (batched embedding, COPY in committed batches). `report.ids[i]` is
-        the memory of `records[i]` (the same id for repeated texts). `trusted` as for `import_jsonl`."""
-        from collections import Counter
-
-        from cems_cli.bulk import import_memories, parse_record
-
-        dropped: Counter[str] = Counter()
-        memories = [parse_record(record, self._service, trusted=trusted, dropped=dropped)
-                    for record in records]
-        self._reserve_import(memories)
-        report = import_memories(self._service, memories, progress=progress)
-        report.dropped = dict(dropped)
-        return report
-
-    def _reserve_import(self, memories: Sequence[NewMemory | ImportLine]) -> None:
-        """On a shared server, refuse an import that would pass the user's memory quota before anything is
-        embedded: the texts not stored yet (the import's own dedup, in one query) must fit."""
-        service = self._service
-        if not service.restricted or not memories:
-            return
-        from cems_cli.bulk import ImportLine
-        from cems_cli.store.bulk import existing_ids
-        from cems_cli.text.normalize import content_hash
-
-        keys = set()
-        for item in memories:
-            memory, team = (item.memory, item.team) if isinstance(item, ImportLine) else (item, None)
-            team = (team or service.settings.team or "") if memory.scope == "shared" else ""
-            keys.add((memory.scope, team, content_hash(memory.content, memory.context)))
-        known = existing_ids(service.conn, service.settings.user, sorted({key[2] for key in keys}))
-        service.reserve(len(keys - set(known)))
-
     # Teams and audit (a shared server) ------------------------------------------------------------------
     def audit(self, *, team: str | None = None, since: datetime | str | None = None,
               limit: int = 200) -> list[AuditEntry]:
@@ -744,283 +528,3 @@ class Memory:
         settings = self.settings
         found = {"user": settings.user, "team": settings.team, "restricted": service.restricted}
         return {**found, **({"database": session.to_json()} if session is not None else {})}
-
-    def export_jsonl(self, *, embeddings: bool = False) -> Iterator[str]:
-        """Every memory of yours as one JSON line each, as `import_jsonl` reads them back; with `embeddings`,
-        each line carries its vectors (a trusted import into a store of the same model skips the model)."""
-        from cems_cli.bulk import export_lines
-
-        return export_lines(self._service, embeddings=embeddings)
-
-
-@dataclass(frozen=True)
-class Reindexed:
-    chunks: int
-    model: str
-    dim: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"chunks": self.chunks, "model": self.model, "dim": self.dim}
-
-
-def reindex(settings: Settings, *, progress: Callable[[int, int], None] | None = None) -> Reindexed:
-    """Re-embed every chunk of the store (every user's) with the configured model, all or nothing: after
-    switching embedding models or dimensions. An administrator's operation, hence not a `Memory` method."""
-    from cems_cli.embedding import get_embedder
-    from cems_cli.store.db import connect
-    from cems_cli.store.reindex import reindex as run_reindex
-
-    conn = connect(settings, check_dimension=False)
-    try:
-        if settings.database_url:
-            from cems_cli.store.teams import session
-
-            # Under row-level security it would re-embed only your rows, then record the new model for all.
-            if session(conn).restricted:
-                raise UserError("reindex re-embeds every user's memories: the database administrator runs it")
-        embedder = get_embedder(settings)
-        model = settings.resolved_embedding_model
-        return Reindexed(run_reindex(conn, embedder, model, progress=progress), model, embedder.dim)
-    finally:
-        conn.close()
-
-
-@dataclass(frozen=True)
-class SettingValue:
-    """One live setting: its value in effect, where that comes from (environment, user, team,
-    config.toml, default), and what is stored for you and for your team."""
-
-    key: str
-    value: Any
-    source: str
-    user: Any = None
-    team: Any = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "value": self.value, "source": self.source, "user": self.user,
-                "team": self.team}
-
-
-class Config:
-    """Live settings (`cems config`): stored in the database per user or per team, applied by the next
-    search of every process, the warm search server included. See cems_cli/live_settings.py."""
-
-    def __init__(self, memory: Memory) -> None:
-        self._memory = memory
-
-    def list_settings(self) -> list[SettingValue]:
-        from cems_cli.live_settings import LIVE_KEYS
-
-        return self._values(LIVE_KEYS)
-
-    def get(self, key: str) -> SettingValue:
-        from cems_cli.live_settings import check_key
-
-        return self._value(check_key(key))
-
-    def set(self, key: str, value: str, *, team: bool = False) -> SettingValue:
-        """Store `value` (text, as in the environment) for you, or for your whole team."""
-        from cems_cli.live_settings import check_key, check_team_key, parse_value
-        from cems_cli.store import settings as store
-
-        name = check_team_key(check_key(key)) if team else check_key(key)
-        parsed = parse_value(name, value)
-        kind, owner = self._owner(team)
-        store.put(self._memory._service.conn, kind, owner, name, parsed, self._memory.settings.user)
-        return self._value(name)
-
-    def unset(self, key: str, *, team: bool = False) -> bool:
-        """Remove your (or your team's) stored value; False when none was stored."""
-        from cems_cli.live_settings import check_key
-        from cems_cli.store import settings as store
-
-        kind, owner = self._owner(team)
-        return store.delete(self._memory._service.conn, kind, owner, check_key(key))
-
-    def _owner(self, team: bool) -> tuple[str, str]:
-        settings = self._memory.settings
-        if not team:
-            return "user", settings.user
-        if not settings.team:
-            raise UserError("team settings need a team: set CEMS_TEAM or pass --team")
-        self._memory._service.require_team(settings.team, admin=True, doing="change its settings")
-        return "team", settings.team
-
-    def _value(self, key: str) -> SettingValue:
-        return self._values((key,))[0]
-
-    def _values(self, keys: Sequence[str]) -> list[SettingValue]:
-        """The settings in effect and what is stored, read once for all `keys`."""
-        from cems_cli.live_settings import LIVE, source_of, toml_keys_of_config
-
-        service = self._memory._service
-        effective = service.live_settings()
-        base = service.base_settings
-        stored = LIVE.stored(service.conn, base.user, base.team)
-        in_toml = toml_keys_of_config()
-        return [
-            SettingValue(key, getattr(effective, key), source_of(key, stored, in_toml),
-                         stored["user"].get(key), stored["team"].get(key))
-            for key in keys
-        ]
-
-
-class Rules:
-    """Guard rails: rules that block (or warn about) an agent's tool calls, checked by the PreToolUse hook
-    from a local snapshot that every change here rewrites."""
-
-    def __init__(self, memory: Memory) -> None:
-        self._memory = memory
-
-    def add_one(
-        self, pattern: str, *, tool: str | None = None, action: str | None = None, reason: str | None = None,
-        field: str | None = None, regex: bool = False, project: str | None = None, scope: str = "personal",
-        tool_hint: str = "the tool",
-    ) -> tuple[Rule, bool]:
-        """One rule as `cems rule add` takes it: a pattern and its tool, or without a tool the one-line
-        form 'Bash: git push --force* — reason'. Returns it (with its id) and whether it is new; a bad rule
-        is a UserError (`tool_hint` names how the caller passes a tool, for its message)."""
-        from cems_cli.rules.model import make_rule
-        from cems_cli.rules.parse import RuleParts, parse_one_line
-
-        parts: RuleParts = {"pattern": pattern, "tool": tool or "", "action": "block", "reason": ""}
-        if tool is None:
-            try:
-                parts = parse_one_line(pattern)
-            except ValueError as error:
-                raise UserError(f"{error} (or pass {tool_hint})") from None
-        if action is not None:
-            parts["action"] = action
-        if reason is not None:
-            parts["reason"] = reason
-        try:
-            rule = make_rule(
-                **parts, field=field, regex=regex, project=project, scope=scope,
-                user_id=self._memory.settings.user,
-            )
-        except ValueError as error:
-            raise UserError(str(error)) from None
-        ((stored, created),) = self.add([rule])
-        return stored, created
-
-    def add(self, rules: Sequence[Rule]) -> list[tuple[Rule, bool]]:
-        """Store rules, all or nothing; returns each (with its id) and whether it is new."""
-        from cems_cli.rules.manage import add_rules
-
-        return add_rules(self._memory._service, list(rules))
-
-    def list_rules(self, project: str | None = None) -> list[Rule]:
-        """The rules in force for you (yours and your team's), optionally those binding one project."""
-        from cems_cli.rules.manage import list_rules
-
-        return list_rules(self._memory._service, project)
-
-    def refresh(self) -> list[Rule]:
-        """Rewrite the local snapshot the PreToolUse hook reads (rules a teammate shared reach this machine);
-        returns the rules in force."""
-        from cems_cli.rules.refresh import write_rules_snapshot
-
-        service = self._memory._service
-        return write_rules_snapshot(service.conn, service.identity, service.settings.home)
-
-    def remove(self, rule_id: str) -> str:
-        from cems_cli.rules.manage import remove_rule
-
-        return remove_rule(self._memory._service, rule_id)
-
-    def test(self, tool: str, tool_input: dict[str, Any], *, project: str | None = None,
-             cwd: str | None = None) -> Any:
-        """What the PreToolUse hook would decide for this call (a `rules.matcher.Decision`), with the hook's
-        regex budget from any thread (`rules.bounded`) and its answer to a rule out of time
-        (CEMS_RULES_ON_TIMEOUT)."""
-        from cems_cli.project import normalize_project
-        from cems_cli.rules.bounded import decide_bounded
-
-        current = normalize_project(project) if project else self._memory.current_project(cwd)
-        return decide_bounded(self.list_rules(), tool, tool_input, current.lower(), cwd,
-                              self._memory.settings.rules_on_timeout)
-
-
-class Teams:
-    """Teams on a shared server (`cems team …`): who shares memories and rules with whom. Teams and members
-    are rows the database guards: administrators (cems_admin) create teams, a team's admins manage its
-    members; everyone sees the teams they belong to."""
-
-    def __init__(self, memory: Memory) -> None:
-        self._memory = memory
-
-    def create(self, name: str) -> str:
-        from cems_cli.store import teams as store
-        from cems_cli.teams import database_refusals
-
-        with database_refusals():
-            store.create_team(self._memory._service.conn, name)
-        return name
-
-    def add(self, team: str, member: str, *, admin: bool = False) -> str:
-        """Add a database role (or a CEMS user) to a team, as an admin with `admin`; returns the CEMS user."""
-        from cems_cli.store import teams as store
-        from cems_cli.teams import database_refusals
-
-        with database_refusals():
-            return store.add_member(self._memory._service.conn, team, member, admin)
-
-    def remove(self, team: str, member: str) -> str:
-        from cems_cli.store import teams as store
-        from cems_cli.teams import database_refusals
-
-        with database_refusals():
-            return store.remove_member(self._memory._service.conn, team, member)
-
-    def list_teams(self) -> list[TeamRow]:
-        from cems_cli.store import teams as store
-
-        return store.list_teams(self._memory._service.conn)
-
-    def show(self, name: str) -> dict[str, Any]:
-        """A team you can see: its members, its live shared memories by category, its shared rules."""
-        from cems_cli.store import teams as store
-
-        conn = self._memory._service.conn
-        team = store.get_team(conn, name)
-        if team is None:
-            raise UserError(f"no team {name!r} (or you are not a member)")
-        counts = store.shared_counts(conn, name)
-        return {**team.to_json(), "members": [m.to_json() for m in store.members(conn, name)],
-                "shared_memories": sum(counts.values()), "shared_by_category": counts,
-                "shared_rules": store.shared_rules(conn, name)}
-
-
-def refusal(error: BaseException) -> str | None:
-    """The one-line reason a team server refused a write (row-level security, a quota), else None."""
-    from cems_cli.teams import refusal as reason
-
-    return reason(error)
-
-
-def init_server(settings: Settings) -> dict[str, Any]:
-    """`cems admin init`: a database ready to serve a team (see cems_cli/teams.py)."""
-    from cems_cli.teams import init_database
-
-    return init_database(settings)
-
-
-def grant_role(settings: Settings, role: str, *, user: str | None = None, create: bool = False,
-               password: str | None = None, admin: bool = False) -> dict[str, Any]:
-    """`cems admin grant`: make a database role a member of this team server."""
-    from cems_cli.teams import grant
-
-    return grant(settings, role, user=user, create=create, password=password, admin=admin)
-
-
-def set_quota(settings: Settings, user: str, *, max_memories: int | None,
-              searches_per_minute: int | None) -> list[dict[str, Any]]:
-    from cems_cli.teams import set_quota as store_quota
-
-    return store_quota(settings, user, max_memories=max_memories, searches_per_minute=searches_per_minute)
-
-
-def list_quotas(settings: Settings) -> list[dict[str, Any]]:
-    from cems_cli.teams import list_quotas as stored
-
-    return stored(settings)
