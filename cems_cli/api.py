@@ -717,7 +717,8 @@ class Memory:
             memory, team = (item.memory, item.team) if isinstance(item, ImportLine) else (item, None)
             team = (team or service.settings.team or "") if memory.scope == "shared" else ""
             keys.add((memory.scope, team, content_hash(memory.content, memory.context)))
-        known = existing_ids(service.conn, service.settings.user, sorted({key[2] for key in keys}))
+        known = existing_ids(service.conn, service.settings.user, sorted({key[2] for key in keys}),
+                             restricted=service.restricted)
         service.reserve(len(keys - set(known)))
 
     # Teams and audit (a shared server) ------------------------------------------------------------------
@@ -985,10 +986,11 @@ class Teams:
         team = store.get_team(conn, name)
         if team is None:
             raise UserError(f"no team {name!r} (or you are not a member)")
-        counts = store.shared_counts(conn, name)
+        restricted = self._memory._service.restricted
+        counts = store.shared_counts(conn, name, restricted=restricted)
         return {**team.to_json(), "members": [m.to_json() for m in store.members(conn, name)],
                 "shared_memories": sum(counts.values()), "shared_by_category": counts,
-                "shared_rules": store.shared_rules(conn, name)}
+                "shared_rules": store.shared_rules(conn, name, restricted=restricted)}
 
 
 def refusal(error: BaseException) -> str | None:
