@@ -142,10 +142,11 @@ DECLARE
     me  text := {{SCHEMA}}.cems_user();
     new_id uuid;
 BEGIN
-    IF NOT {{SCHEMA}}.cems_privileged() AND NOT (
-        p_scope = 'personal'
+    -- NULL-safe: an unknown is a no (coalesce), never a pass.
+    IF NOT {{SCHEMA}}.cems_privileged() AND NOT coalesce(
+        (p_scope = 'personal' AND p_team IS NULL)
         OR (p_scope = 'shared' AND p_category IS DISTINCT FROM 'rules' AND p_team = ANY ({{SCHEMA}}.cems_my_teams()))
-        OR (p_scope = 'shared' AND p_category = 'rules' AND p_team = ANY ({{SCHEMA}}.cems_admin_teams()))) THEN
+        OR (p_scope = 'shared' AND p_category = 'rules' AND p_team = ANY ({{SCHEMA}}.cems_admin_teams())), false) THEN
         RAISE EXCEPTION 'you may not add memories to team %', p_team USING ERRCODE = 'insufficient_privilege';
     END IF;
     INSERT INTO {{SCHEMA}}.memory_documents AS d (
@@ -242,8 +243,8 @@ BEGIN
         '  OR (d.scope = ''shared'' AND d.team_id = ANY ($5))) RETURNING d.*', assignments)
         USING p_set, p_ids, privileged, me, admin_teams
     LOOP
-        IF NOT (privileged OR (changed.user_id = me AND (changed.scope = 'personal' OR changed.category <> 'rules'))
-                OR (changed.scope = 'shared' AND changed.team_id = ANY (admin_teams))) THEN
+        IF NOT coalesce(privileged OR (changed.user_id = me AND (changed.scope = 'personal' OR changed.category <> 'rules'))
+                        OR (changed.scope = 'shared' AND changed.team_id = ANY (admin_teams)), false) THEN
             RAISE EXCEPTION 'memory % may not become what was asked', changed.id
                 USING ERRCODE = 'insufficient_privilege';
         END IF;

@@ -479,3 +479,147 @@ def test_the_delete_functions_delete_only_the_callers_rows(world):
         assert alice.execute("SELECT cems_delete_observer_file(NULL, %s)", (path,)).fetchone() == (1,)
         assert alice.execute("SELECT count(*) FROM cems_delete_backlog(NULL, %s)",
                              ([backlog],)).fetchone() == (1,)
+
+
+# The function API of sql/019_member_api.sql, attacked: members hold no privilege on the memory tables, so
+# these functions are what is left to read, plant or learn through.
+
+MEMORY_TABLES = ("memory_documents", "memory_chunks", "rules")
+
+
+def test_a_member_holds_no_privilege_on_the_memory_tables(world):
+    for table in MEMORY_TABLES:
+        for privilege in ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER"):
+            assert not world.admin.execute("SELECT has_table_privilege(%s, %s, %s)",
+                                           (world.bob, table, privilege)).fetchone()[0], (table, privilege)
+        for privilege in ("SELECT", "INSERT", "UPDATE", "REFERENCES"):  # no column grant left either
+            assert not world.admin.execute("SELECT has_any_column_privilege(%s, %s, %s)",
+                                           (world.bob, table, privilege)).fetchone()[0], (table, privilege)
+
+
+def test_the_member_functions_show_nothing_of_hidden_ids(world):
+    hidden = world.ok(world.alice, "remember", "alice's personal note on the hsm pin")["id"]
+    absent = str(uuid.uuid4())
+    calls = ("SELECT * FROM cems_visible_documents(ARRAY[{}::uuid])",
+             "SELECT * FROM cems_visible_chunks(ARRAY[{}::uuid])",
+             "SELECT * FROM cems_documents(ARRAY[{}::uuid])",
+             "SELECT * FROM cems_document_chunks({}::uuid, 0, 10)",
+             "SELECT * FROM cems_lock_memories(ARRAY[{}::uuid])",
+             "SELECT * FROM cems_update_memories(ARRAY[{}::uuid], '{{\"access_count\": 5}}')",
+             "SELECT * FROM cems_near_duplicates(ARRAY[{}::uuid], 8, 0.0)")
+    with world.connect(world.bob) as bob:
+        for call in calls:
+            there, not_there = _counts(bob, call, hidden), _counts(bob, call, absent)
+            assert there == not_there, (call, there, not_there)
+            assert "memory_documents" not in there and "memory_chunks" not in there, there
+            assert bob.execute(sql.SQL(call).format(sql.Literal(hidden))).fetchall() == []
+        # Inserting learns nothing either: the id is the database's, never the caller's.
+        with pytest.raises(psycopg.errors.UndefinedFunction):
+            bob.execute("SELECT cems_insert_memory(%s::uuid, 'x', 'h', NULL, 'personal')", (hidden,))
+        for target in (hidden, absent):  # a chunk for a memory not bob's: the same refusal either way
+            with pytest.raises(psycopg.errors.ForeignKeyViolation) as refused, bob.transaction():
+                bob.execute("SELECT cems_insert_chunk(%s, 0, 'planted', %s::vector, NULL)", (target, VECTOR))
+            message = str(refused.value).replace(target, "ID")
+            assert message.startswith("memory ID does not exist or is not yours"), message
+    assert world.admin.execute("SELECT access_count FROM memory_documents WHERE id = %s",
+                               (hidden,)).fetchone()[0] == 0
+
+
+def test_the_update_function_takes_no_crafted_column(world):
+    mine = world.ok(world.bob, "remember", "bob's note for the crafted update")["id"]
+    with world.connect(world.bob) as bob:
+        for change in ({"content = 'x', user_id": "alice"}, {"user_id": world.alice},
+                       {"id": str(uuid.uuid4())}, {"seq": 1}, {"nope": 1}, {},
+                       {"content": "x", "\"content\"": "y"}):
+            with pytest.raises(psycopg.errors.InvalidParameterValue), bob.transaction():
+                bob.execute("SELECT cems_update_memories(%s::uuid[], %s)", ([mine], Jsonb(change)))
+        for bad in ("[1, 2]", "null", "\"archived\""):  # not an object
+            with pytest.raises(psycopg.errors.InvalidParameterValue), bob.transaction():
+                bob.execute("SELECT cems_update_memories(%s::uuid[], %s::jsonb)", ([mine], bad))
+        # Moving a memory into another team (or out of the caller's hands) is the guard's to refuse.
+        for change in ({"scope": "shared", "team_id": world.red}, {"team_id": "some-other-team"}):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), bob.transaction():
+                bob.execute("SELECT cems_update_memories(%s::uuid[], %s)", ([mine], Jsonb(change)))
+        # NULLs and sizes: nothing, or a one-line refusal.
+        assert bob.execute("SELECT count(*) FROM cems_update_memories(NULL, %s)",
+                           (Jsonb({"archived": True}),)).fetchone()[0] == 0
+        with pytest.raises(psycopg.errors.InvalidParameterValue), bob.transaction():
+            bob.execute("SELECT cems_update_memories(%s::uuid[], NULL)", ([mine],))
+        with pytest.raises(psycopg.errors.InvalidParameterValue), bob.transaction():
+            bob.execute("SELECT cems_update_memories(array_fill(%s::uuid, ARRAY[10001]), %s)",
+                        (mine, Jsonb({"archived": True})))
+        with pytest.raises(psycopg.errors.InvalidParameterValue), bob.transaction():
+            bob.execute("SELECT count(*) FROM cems_visible_documents(array_fill(%s::uuid, ARRAY[100001]))",
+                        (mine,))
+    row = world.admin.execute("SELECT user_id, scope, team_id, archived FROM memory_documents WHERE id = %s",
+                              (mine,)).fetchone()
+    assert row == (world.bob, "personal", None, False)
+
+
+def test_the_insert_function_plants_nothing_in_another_place(world):
+    with world.connect(world.alice) as alice:  # red's admin, no member of blue
+        for team, scope, category in ((world.blue, "shared", "context"),
+                                      ("no-such-team", "shared", "context"), (None, "shared", "context"),
+                                      (world.red, "personal", "context"),
+                                      (None, None, "context"), (world.red, "shared", None)):
+            with pytest.raises(psycopg.Error), alice.transaction():
+                alice.execute("SELECT cems_insert_memory('planted', %s, %s, %s, %s, NULL, NULL, NULL, NULL, "
+                              "false, NULL, NULL, NULL, NULL, NULL)",
+                              (uuid.uuid4().hex, team, scope, category))
+    with world.connect(world.bob) as bob:  # a red member, no admin: no shared rule for red
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            bob.execute("SELECT cems_insert_memory('Bash: ls* — block', %s, %s, 'shared', 'rules', NULL, "
+                        "NULL, NULL, NULL, false, NULL, NULL, NULL, NULL, NULL)",
+                        (uuid.uuid4().hex, world.red))
+    assert world.admin.execute("SELECT count(*) FROM memory_documents WHERE content IN ('planted', "
+                               "'Bash: ls* — block')").fetchone()[0] == 0
+
+
+def test_a_rule_spec_goes_only_on_a_rule_memory_the_caller_may_write(world):
+    note = world.ok(world.alice, "remember", "red's shared note, no rule", "--scope", "shared",
+                    team=world.red)["id"]
+    rule = world.ok(world.alice, "rule", "add", "Bash: rm -rf /* — never", "--scope", "shared",
+                    team=world.red)["id"]
+    with world.connect(world.bob) as bob:
+        for target in (note, rule, str(uuid.uuid4())):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), bob.transaction():
+                bob.execute("SELECT cems_insert_rule(%s, 'Bash', 'ls*', NULL, 'block', 'planted', false, "
+                            "NULL)", (target,))
+    assert world.admin.execute("SELECT pattern FROM rules WHERE document_id = %s", (rule,)).fetchone()[0] \
+        == "rm -rf /*"
+
+
+def test_a_member_locks_no_teammates_memory(world):
+    alices = world.ok(world.alice, "remember", "red's pager rota", "--scope", "shared", team=world.red)["id"]
+    with world.connect(world.bob) as bob:
+        for share in (False, True):
+            assert bob.execute("SELECT count(*) FROM cems_lock_memories(%s::uuid[], %s)",
+                               ([alices], share)).fetchone()[0] == 0
+
+
+def test_the_statistics_and_maintenance_functions_count_only_what_the_member_may_read(world):
+    word = _word()
+    blues = world.ok(world.bob, "remember", f"blue's {word} memo", "--scope", "shared", team=world.blue)["id"]
+    with world.connect(world.alice) as alice:
+        counted = {team: alice.execute("SELECT chunks FROM cems_chunk_stats('shared', %s, 0, 0)",
+                                       (team,)).fetchone()[0] for team in (world.blue, None)}
+        assert counted[world.blue] == counted[None]  # blue's chunks are not alice's to count
+        assert alice.execute("SELECT count(*) FROM cems_near_duplicates(%s::uuid[], 8, -1.0)",
+                             ([blues],)).fetchone()[0] == 0
+
+
+def test_every_function_a_member_may_call_runs_with_a_fixed_search_path(world):
+    schema = _schema(world)
+    rows = world.admin.execute(
+        "SELECT p.oid::regprocedure::text, p.prosecdef, p.proconfig FROM pg_proc p "
+        "WHERE p.pronamespace = current_schema()::regnamespace AND has_function_privilege('cems_app', p.oid, "
+        "'EXECUTE') AND p.prorettype <> 'trigger'::regtype"
+    ).fetchall()
+    names = {name.split("(")[0] for name, _, _ in rows}
+    assert {"cems_visible_documents", "cems_update_memories", "cems_insert_memory"} <= names
+    for name, definer, config in rows:
+        if not definer:  # runs as the caller, with the caller's rights: none on the tables
+            continue
+        paths = [c for c in (config or []) if c.startswith("search_path=")]
+        assert paths and paths[0].startswith(f"search_path=pg_catalog, {schema}"), (name, config)
+        assert paths[0].endswith("pg_temp"), (name, config)
