@@ -369,6 +369,8 @@ class _Scoring:
         else:
             self.matched = f"memory_chunks c WHERE c.search_vector @@ %(matching)s::tsquery AND {chunk_where}"
         self.params.update(chunk_params)
+        self.params.update(f_scope=filters.scope, f_category=filters.category or None,
+                           f_project=filters.project or None)
         self.params.update(k1=BM25_K1, b=BM25_B, ctx=CONTEXT_TERM_WEIGHT, avgdl=average_length, limit=limit,
                            first_limit=limit * FIRST_LIMIT_FACTOR)
         parts = []
@@ -408,13 +410,14 @@ class _Scoring:
         return rows
 
     def _joined(self, scored: str) -> str:
-        """The scored chunks joined to their memories for the filters. A member reads the memories through
-        cems_visible_documents (sql/019_member_api.sql), for just the memories of those chunks."""
+        """The scored chunks joined to their memories for the filters. A member's memories pass the same
+        filters in cems_matching_documents (sql/019_member_api.sql), for just the memories of those chunks."""
         if self.restricted:
             return (f"WITH m AS MATERIALIZED ({scored}) "
-                    "SELECT m.id, m.document_id, m.chunk_index, m.score FROM m "
-                    "JOIN cems_visible_documents(ARRAY(SELECT DISTINCT document_id FROM m)) d "
-                    f"ON d.id = m.document_id WHERE {self.where} ORDER BY m.score DESC, m.id LIMIT %(limit)s")
+                    "SELECT m.id, m.document_id, m.chunk_index, m.score FROM m WHERE m.document_id IN ("
+                    "  SELECT cems_matching_documents(ARRAY(SELECT DISTINCT document_id FROM m), "
+                    "    %(f_scope)s, %(vis_team)s, %(f_category)s, %(f_project)s)) "
+                    "ORDER BY m.score DESC, m.id LIMIT %(limit)s")
         return (f"SELECT m.id, m.document_id, m.chunk_index, m.score FROM ({scored}) m "
                 f"JOIN memory_documents d ON d.id = m.document_id WHERE {self.where} "
                 "ORDER BY m.score DESC, m.id LIMIT %(limit)s")
