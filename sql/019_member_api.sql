@@ -388,3 +388,11 @@ $$;
 -- with them). A later migration grants nothing on them to cems_app: a member's new read or write is a
 -- function here.
 REVOKE ALL ON {{SCHEMA}}.memory_documents, {{SCHEMA}}.memory_chunks, {{SCHEMA}}.rules FROM cems_app;
+-- Nor on the sequence that numbers memories (009 granted every sequence): its value counted every user's
+-- memories stored so far.
+DO $$
+BEGIN
+    EXECUTE format('REVOKE ALL ON SEQUENCE %s FROM cems_app',
+                   pg_get_serial_sequence(format('%I.memory_documents', current_schema()), 'seq'));
+END
+$$;

@@ -495,6 +495,11 @@ def test_a_member_holds_no_privilege_on_the_memory_tables(world):
         for privilege in ("SELECT", "INSERT", "UPDATE", "REFERENCES"):  # no column grant left either
             assert not world.admin.execute("SELECT has_any_column_privilege(%s, %s, %s)",
                                            (world.bob, table, privilege)).fetchone()[0], (table, privilege)
+    # Nor the sequence numbering every user's memories (its value counts them).
+    sequence = world.admin.execute("SELECT pg_get_serial_sequence('memory_documents', 'seq')").fetchone()[0]
+    for privilege in ("USAGE", "SELECT", "UPDATE"):
+        assert not world.admin.execute("SELECT has_sequence_privilege(%s, %s, %s)",
+                                       (world.bob, sequence, privilege)).fetchone()[0], privilege
 
 
 def test_the_member_functions_show_nothing_of_hidden_ids(world):
@@ -540,6 +545,12 @@ def test_the_update_function_takes_no_crafted_column(world):
         for change in ({"scope": "shared", "team_id": world.red}, {"team_id": "some-other-team"}):
             with pytest.raises(psycopg.errors.InsufficientPrivilege), bob.transaction():
                 bob.execute("SELECT cems_update_memories(%s::uuid[], %s)", ([mine], Jsonb(change)))
+        # A shared memory made a rule binds every teammate's tool calls: for the team's admins only.
+        shared = world.ok(world.bob, "remember", "red's shared note bob wants to be a rule", "--scope",
+                          "shared", team=world.red)["id"]
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), bob.transaction():
+            bob.execute("SELECT cems_update_memories(%s::uuid[], %s)",
+                        ([shared], Jsonb({"category": "rules"})))
         # NULLs and sizes: nothing, or a one-line refusal.
         assert bob.execute("SELECT count(*) FROM cems_update_memories(NULL, %s)",
                            (Jsonb({"archived": True}),)).fetchone()[0] == 0
