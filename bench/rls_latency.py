@@ -214,7 +214,9 @@ def main() -> int:
             entry: dict[str, Any] = {"load_seconds": round(load(conn, texts, vectors, loaded, size,
                                                                 "project:bench/app"), 1)}
             loaded = size
-            entry["visible_to_u0"] = on.conn.execute("SELECT count(*) FROM memory_documents").fetchone()[0]
+            # u0 holds no privilege on the table (sql/019_member_api.sql): what it may read, by the function.
+            visible = on.conn.execute("SELECT count(*) FROM cems_visible_documents()").fetchone()
+            entry["visible_to_u0"] = visible[0]
             # The same answers both ways: the policies hide nothing the WHERE clause keeps. (HNSW is
             # approximate and the two plans filter at different places: a near tie may swap.)
             probes = [next(pool) for _ in range(PROBES)]
@@ -270,8 +272,12 @@ def main() -> int:
                 # BM25 runs: document frequencies (one GIN probe per query term, kept a minute per
                 # connection), then the scoring of the chunks holding the rarer terms (and of every match
                 # when those cannot decide the top results; the last statement run is shown).
-                stats_plan = explain(svc.conn, recorder.statements, "WITH ORDINALITY")
-                lexical_plan = explain(svc.conn, recorder.statements, "ORDER BY score DESC")
+                if svc is on:  # through cems_fts_match, cems_fts_chunks, cems_visible_documents
+                    stats_plan = explain_inside(conn, "u0", recorder.statements, "WITH ORDINALITY")
+                    lexical_plan = explain_inside(conn, "u0", recorder.statements, "ORDER BY score DESC")
+                else:
+                    stats_plan = explain(svc.conn, recorder.statements, "WITH ORDINALITY")
+                    lexical_plan = explain(svc.conn, recorder.statements, "ORDER BY score DESC")
                 plans.append(f"=== {size:,} memories, {side}: vector_hits ===\n{vector_plan}\n")
                 plans.append(f"=== {size:,} memories, {side}: lexical_hits, document frequencies "
                              f"===\n{stats_plan}\n")

@@ -380,11 +380,13 @@ def import_memories(service: MemoryService, memories: Sequence[NewMemory | Impor
                               content_hash(line.memory.content, line.memory.context),
                               line.team if line.memory.scope == "shared" else None) for line in lines]
     given = {row.id: line.vectors for row, line in zip(rows, lines, strict=True) if line.vectors is not None}
-    known = store.existing_ids(service.conn, user, [r.content_hash for r in rows])
+    known = store.existing_ids(service.conn, user, [r.content_hash for r in rows],
+                               restricted=service.restricted)
     fresh = _first_new(rows, known)
     written: dict[store.DedupKey, str] = {}
     if progress:
         progress(0, len(fresh))
+    created_keys: set[store.DedupKey] = set()  # what this import stored (not found stored meanwhile)
     try:
         if fresh and _large_load(service, len(fresh)):
             with service.conn.transaction():
@@ -397,14 +399,15 @@ def import_memories(service: MemoryService, memories: Sequence[NewMemory | Impor
             model = embed or (lambda texts: service.embedder.embed(texts))
             chunks = _chunks(batch, given, model, on_embedded)
             report.embed_seconds += time.perf_counter() - embed_started
-            stored = _write(service, batch, chunks)
+            stored, made = _write(service, batch, chunks)
             written.update(stored)
-            kept = {uuid.UUID(doc_id) for doc_id in stored.values()}
+            created_keys |= made
+            kept = {row.id for row in batch if row.key in made}
             report.chunks += sum(1 for c in chunks if c.document_id in kept)
             if progress:
                 progress(min(start + COMMIT_BATCH, len(fresh)), len(fresh))
     except KeyboardInterrupt:
-        created = sum(1 for row in fresh if written.get(row.key) == str(row.id))
+        created = sum(1 for row in fresh if row.key in created_keys)
         later = (" and build the search indexes (searches work without them, slower)"
                  if _owns_indexes(service) and store.pending_search_indexes(service.conn) else "")
         raise UserError(f"interrupted: {created:,} of {len(fresh):,} new memories stored; run the same "
@@ -415,7 +418,7 @@ def import_memories(service: MemoryService, memories: Sequence[NewMemory | Impor
         store.analyze(service.conn)
     ids = {**known, **written}
     report.ids = [ids[row.key] for row in rows]
-    created_rows = [row for row in fresh if written.get(row.key) == str(row.id)]
+    created_rows = [row for row in fresh if row.key in created_keys]
     report.created = len(created_rows)
     for row in created_rows:
         if row.team_id is not None:
@@ -515,20 +518,22 @@ def embed_all(texts: Sequence[str], embed: Embed, progress: Progress | None = No
 
 
 def _write(service: MemoryService, fresh: Sequence[store.DocumentRow],
-           chunks: Sequence[store.ChunkRow]) -> dict[store.DedupKey, str]:
+           chunks: Sequence[store.ChunkRow]) -> tuple[dict[store.DedupKey, str], set[store.DedupKey]]:
     """One transaction; re-checks duplicates inside it, so a concurrent `remember` of the same text wins
-    cleanly (its id is used) instead of failing the import. Returns dedup key → id for what was stored."""
+    cleanly (its id is used) instead of failing the import. Returns dedup key → id for what was stored,
+    and the keys this call stored (the ids are the database's on a team server)."""
     import psycopg
 
     conn, user = service.conn, service.settings.user
     for attempt in range(_WRITE_ATTEMPTS):
         try:
             with conn.transaction():
-                raced = store.existing_ids(conn, user, [r.content_hash for r in fresh])
+                raced = store.existing_ids(conn, user, [r.content_hash for r in fresh],
+                                           restricted=service.restricted)
                 docs = [r for r in fresh if r.key not in raced]
                 keep = {r.id for r in docs}
-                store.write_documents(conn, user, docs, [c for c in chunks if c.document_id in keep])
-            return {**{r.key: str(r.id) for r in docs}, **raced}
+                stored = store.write_documents(conn, user, docs, [c for c in chunks if c.document_id in keep])
+            return {**{r.key: stored[r.id] for r in docs}, **raced}, {r.key for r in docs}
         except psycopg.errors.UniqueViolation:
             if attempt == _WRITE_ATTEMPTS - 1:
                 raise UserError("memories were being stored concurrently; run the import again") from None
@@ -557,10 +562,11 @@ def export_lines(service: MemoryService, *, embeddings: bool = False) -> Iterato
     trusted import into a store of the same model skips the model."""
     from cems_cli.text.inert import json_for_terminal
 
-    records = store.iter_owned_memories(service.conn, service.settings.user)
+    records = store.iter_owned_memories(service.conn, service.settings.user, restricted=service.restricted)
     model = service.settings.resolved_embedding_model
     for batch in _batched(records, 500):
-        vectors = store.chunk_vectors(service.conn, [r.id for r in batch]) if embeddings else {}
+        vectors = (store.chunk_vectors(service.conn, [r.id for r in batch], restricted=service.restricted)
+                   if embeddings else {})
         for record in batch:
             data = record_to_json(record)
             if embeddings:

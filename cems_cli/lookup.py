@@ -59,7 +59,7 @@ def timeline(service: MemoryService, memory_id: str | None = None, *, session: s
             session_tag=SESSION_TAG_PREFIX + own_session if walk is Within.SESSION and own_session else None,
             project=project if walk is Within.PROJECT else None,
         )
-        place = store.place_of(conn, record.id)
+        place = store.place_of(conn, record.id, identity)
         earlier = store.neighbours(conn, identity, scope, place, after=False, limit=before)
         later = store.neighbours(conn, identity, scope, place, after=True, limit=after)
         entries = [*map(entry_of_record, earlier), entry_of_record(record, anchor=True),
@@ -80,8 +80,8 @@ def timeline(service: MemoryService, memory_id: str | None = None, *, session: s
         if walk is Within.PROJECT and project is None:
             raise UserError(f"session {tag[len(SESSION_TAG_PREFIX):]} has no single project (use within all)")
         scope = store.Walk(project=project, leave_out_tag=tag)
-        earlier = store.neighbours(conn, identity, scope, store.place_of(conn, own[0].id), after=False,
-                                   limit=before)
+        start = store.place_of(conn, own[0].id, identity)
+        earlier = store.neighbours(conn, identity, scope, start, after=False, limit=before)
         later = store.neighbours(conn, identity, scope, end, after=True, limit=after)
     entries = [*map(entry_of_record, earlier), *(entry_of_record(r, anchor=True) for r in own),
                *map(entry_of_record, later)]

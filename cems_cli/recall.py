@@ -76,7 +76,7 @@ def profile_with_ids(svc: MemoryService, project: str | None, budget: int) -> tu
     # A pinned shared memory names who pinned it: a guideline in every teammate's session is someone's.
     pinned_shared = [r.id for title, records in sections if title == PINNED for r in records
                      if r.scope == "shared"]
-    pinners = pinned_by(svc.conn, pinned_shared) if pinned_shared else {}
+    pinners = pinned_by(svc.conn, pinned_shared, svc.identity) if pinned_shared else {}
     parts: list[str] = []
     used = 0
     seen: set[str] = set()

@@ -242,6 +242,13 @@ def _lock_live(conn: psycopg.Connection, members: set[str]) -> set[str]:
     commit, and its trigger then deletes the new summary."""
     if not members:
         return set()
+    from cems_cli.store.memories import is_restricted, lock_memories
+
+    if is_restricted(conn):  # a member locks through the function and reads what was committed last
+        lock_memories(conn, sorted(members), share=True)
+        rows = conn.execute("SELECT id FROM cems_visible_documents(%s::uuid[]) WHERE NOT archived",
+                            (sorted(members),)).fetchall()
+        return {str(row[0]) for row in rows}
     rows = conn.execute(
         "SELECT id FROM memory_documents WHERE id = ANY(%s::uuid[]) AND NOT archived ORDER BY id FOR SHARE",
         (sorted(members),),

@@ -91,10 +91,11 @@ class Teams:
         team = store.get_team(conn, name)
         if team is None:
             raise UserError(f"no team {name!r} (or you are not a member)")
-        counts = store.shared_counts(conn, name)
+        restricted = self._memory._service.restricted
+        counts = store.shared_counts(conn, name, restricted=restricted)
         return {**team.to_json(), "members": [m.to_json() for m in store.members(conn, name)],
                 "shared_memories": sum(counts.values()), "shared_by_category": counts,
-                "shared_rules": store.shared_rules(conn, name)}
+                "shared_rules": store.shared_rules(conn, name, restricted=restricted)}
 
 
 def refusal(error: BaseException) -> str | None:

@@ -73,7 +73,8 @@ class Transfer:
             memory, team = (item.memory, item.team) if isinstance(item, ImportLine) else (item, None)
             team = (team or service.settings.team or "") if memory.scope == "shared" else ""
             keys.add((memory.scope, team, content_hash(memory.content, memory.context)))
-        known = existing_ids(service.conn, service.settings.user, sorted({key[2] for key in keys}))
+        known = existing_ids(service.conn, service.settings.user, sorted({key[2] for key in keys}),
+                             restricted=service.restricted)
         service.reserve(len(keys - set(known)))
 
     def export_jsonl(self, *, embeddings: bool = False) -> Iterator[str]:

@@ -68,12 +68,12 @@ class MemoryWriter:
             report.observations += int(created)
             report.duplicates += int(not created)
             if not created:  # the same text stored before memories were counted: count on from it
-                memories.add_tag(self.svc.conn, memory_id, tag)
+                memories.add_tag(self.svc.conn, memory_id, tag, self.svc.identity)
             return
         if latest is not at:  # an older sighting read late (a backlog): the latest one keeps the citation
             memory = replace(memory, tags=existing.tags, source_ref=None, created_at=None)
         if self.svc.replace(existing.id, memory):
-            memories.keep_latest_evidence(self.svc.conn, existing.id, memory)
+            memories.keep_latest_evidence(self.svc.conn, existing.id, memory, self.svc.identity)
         report.duplicates += 1
 
     def prepare(self, observation: Observation) -> NewMemory | None:

@@ -64,6 +64,7 @@ def add_rules(svc: MemoryService, rules: list[Rule]) -> list[tuple[Rule, bool]]:
                 reason=rule.reason,
                 regex=rule.regex,
                 project=rule.project,
+                restricted=svc.identity.restricted,
             )
             stored.append((_with_id(rule, document_id, svc), created or inserted))
     write_rules_snapshot(svc.conn, svc.identity, svc.settings.home)
@@ -97,7 +98,7 @@ def remove_rule(svc: MemoryService, rule_id: str) -> str:
     from cems_cli.store.rules import rule_owner
 
     document_id = svc.resolve(rule_id)
-    owner = rule_owner(svc.conn, document_id)
+    owner = rule_owner(svc.conn, document_id, svc.identity)
     if owner is None:
         raise UserError(f"{rule_id!r} is not a rule")
     if owner != svc.settings.user:

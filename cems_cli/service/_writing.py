@@ -109,7 +109,7 @@ class Writing(ServiceResources):
         digest = content_hash(memory.content, memory.context)
         existing = memories.find_live_duplicate(self.conn, self.identity, memory.scope, team, digest)
         if existing:
-            memories.keep_earliest_evidence(self.conn, existing, memory)
+            memories.keep_earliest_evidence(self.conn, existing, memory, self.identity)
             return existing, False
         self.reserve(1)
         chunks = chunk_text(memory.content)

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 
 from cems_cli.defaults import EDITS_KEPT
-from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
+from cems_cli.store.memories import Identity, documents_from, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
 STATES = ("live", "archived", "all")
@@ -62,7 +62,7 @@ def browse(conn: psycopg.Connection, identity: Identity, filters: Filters, *, li
         params["until"] = filters.until
     params.update(limit=limit, offset=offset)
     rows = conn.execute(
-        f"SELECT {document_columns()} FROM memory_documents d WHERE {' AND '.join(where)} "
+        f"SELECT {document_columns()} FROM {documents_from(identity)} d WHERE {' AND '.join(where)} "
         "ORDER BY d.pinned DESC, d.created_at DESC, d.id LIMIT %(limit)s OFFSET %(offset)s",
         params,
     ).fetchall()
@@ -111,7 +111,7 @@ def history(conn: psycopg.Connection, identity: Identity, memory_id: str) -> His
     vis, params = visibility_clause(identity)
     row = conn.execute(
         "SELECT d.created_at, d.updated_at, d.access_count, d.last_accessed, d.last_recalled, d.archived_at, "
-        f"d.merged_into, d.merged_from FROM memory_documents d WHERE d.id::text = %(id)s AND {vis}",
+        f"d.merged_into, d.merged_from FROM {documents_from(identity)} d WHERE d.id::text = %(id)s AND {vis}",
         {**params, "id": memory_id},
     ).fetchone()
     if row is None:
@@ -166,15 +166,19 @@ def sessions(conn: psycopg.Connection, identity: Identity, project: str | None =
         where.append(project_clause())
         params["project"] = project
     params.update(limit=limit, per=per_session)
+    # A member reads the memories once (a function's rows are not shared between two scans of it).
+    source = "visible" if identity.restricted else "memory_documents"
+    visible = (f"visible AS MATERIALIZED (SELECT * FROM {documents_from(identity)}), "
+               if identity.restricted else "")
     rows = conn.execute(
-        "WITH tagged AS ("
-        f" SELECT substr(t.tag, 9) AS session_id, d.id, d.created_at FROM memory_documents d,"
+        f"WITH {visible}tagged AS ("
+        f" SELECT substr(t.tag, 9) AS session_id, d.id, d.created_at FROM {source} d,"
         f" unnest(d.tags) AS t(tag) WHERE {' AND '.join(where)}),"
         " latest AS (SELECT session_id, max(created_at) AS last_at FROM tagged GROUP BY session_id"
         " ORDER BY last_at DESC LIMIT %(limit)s),"
         " ranked AS (SELECT t.session_id, t.id, row_number() OVER (PARTITION BY t.session_id"
         " ORDER BY t.created_at DESC) AS n FROM tagged t JOIN latest USING (session_id))"
-        f" SELECT r.session_id, {document_columns()} FROM ranked r JOIN memory_documents d ON d.id = r.id"
+        f" SELECT r.session_id, {document_columns()} FROM ranked r JOIN {source} d ON d.id = r.id"
         " WHERE r.n <= %(per)s ORDER BY r.session_id, d.created_at, d.seq",
         params,
     ).fetchall()

@@ -86,12 +86,19 @@ class ChunkRow:
     context: str | None = None  # the memory's context, stored with each chunk (full-text weight D)
 
 
-def existing_ids(conn: psycopg.Connection, user: str, hashes: Sequence[str]) -> dict[DedupKey, str]:
+# A member of a team server holds no privilege on the tables and reads through cems_visible_documents and
+# cems_visible_chunks (sql/019_member_api.sql).
+def _documents(restricted: bool) -> str:
+    return "cems_visible_documents()" if restricted else "memory_documents"
+
+
+def existing_ids(conn: psycopg.Connection, user: str, hashes: Sequence[str], *,
+                 restricted: bool = False) -> dict[DedupKey, str]:
     """Live memories of `user` whose content hash is among `hashes`, in one query."""
     if not hashes:
         return {}
     rows = conn.execute(
-        "SELECT id, scope, coalesce(team_id, ''), content_hash FROM memory_documents "
+        f"SELECT id, scope, coalesce(team_id, ''), content_hash FROM {_documents(restricted)} d "
         "WHERE user_id = %s AND NOT archived AND content_hash = ANY(%s::text[])",
         (user, list(set(hashes))),
     ).fetchall()
@@ -111,8 +118,9 @@ def write_documents(
     chunks: Sequence[ChunkRow],
     *,
     rebuild_indexes: bool = False,
-) -> None:
-    """COPY documents then their chunks. Call inside a transaction: the caller owns all-or-nothing.
+) -> dict[uuid.UUID, str]:
+    """COPY documents then their chunks. Call inside a transaction: the caller owns all-or-nothing. Returns
+    each document's id as stored: its own, but on a team server the database's (a member chooses none).
 
     With `rebuild_indexes`, the similarity and full-text indexes of memory_chunks are dropped before the COPY
     and recreated from their own definitions after it (several times faster for a large first load; it
@@ -126,8 +134,9 @@ def write_documents(
     # named memory_documents once stood in for ours): its rows go in as pipelined INSERTs, which the
     # policies check like any insert.
     if restricted:
-        _insert_rows(conn, user, now, documents, chunks)
+        stored = _insert_rows(conn, documents, chunks)
         forget_stats(conn)
+        return stored
         return
     dropped = _drop_search_indexes(conn) if rebuild_indexes else []
     with conn.cursor() as cur:
@@ -145,6 +154,7 @@ def write_documents(
         for definition in dropped:
             conn.execute(definition)  # read back from pg_indexes just above
     forget_stats(conn)  # a bulk load moves the BM25 statistics this connection keeps
+    return {doc.id: str(doc.id) for doc in documents}
 
 
 def analyze(conn: psycopg.Connection) -> None:
@@ -166,19 +176,25 @@ def _chunk_row(chunk: ChunkRow) -> tuple:
             np.asarray(chunk.embedding, dtype=np.float32), chunk.context)
 
 
-def _insert_rows(conn: psycopg.Connection, user: str, now: Any, documents: Sequence[DocumentRow],
-                 chunks: Sequence[ChunkRow]) -> None:
+def _insert_rows(conn: psycopg.Connection, documents: Sequence[DocumentRow],
+                 chunks: Sequence[ChunkRow]) -> dict[uuid.UUID, str]:
+    """A member's load: through the functions of sql/019_member_api.sql, which generate the ids (a chosen
+    id that clashed told whether a hidden memory had it). One call per row."""
+    stored: dict[uuid.UUID, str] = {}
+    for doc in documents:
+        m = doc.memory
+        row = conn.execute(
+            "SELECT cems_insert_memory(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (m.content, doc.content_hash, doc.team_id, m.scope, m.category, m.title, list(m.tags), m.source,
+             m.source_ref, m.pinned, m.pin_reason, m.pin_category, m.expires_at, m.created_at, m.context),
+        ).fetchone()
+        if row is None or row[0] is None:  # stored meanwhile by another process: the caller tries again
+            raise psycopg.errors.UniqueViolation(f"memory {doc.content_hash} was stored concurrently")
+        stored[doc.id] = str(row[0])
     with conn.cursor() as cur:
-        for table, columns, rows in (
-            ("memory_documents", _DOCUMENT_COPY, [_document_row(doc, user, now) for doc in documents]),
-            ("memory_chunks", _CHUNK_COPY, [_chunk_row(chunk) for chunk in chunks]),
-        ):
-            if not rows:
-                continue
-            names = ", ".join(c for c, _ in columns)
-            values = ", ".join(f"%s::{t}" for _, t in columns)
-            # Names and types from the constants above.
-            cur.executemany(f"INSERT INTO {table} ({names}) VALUES ({values})", rows)
+        cur.executemany("SELECT cems_insert_chunk(%s, %s, %s, %s, %s)",
+                        [(stored[c.document_id], *_chunk_row(c)[1:]) for c in chunks])
+    return stored
 
 
 def _copy_sql(table: str, columns: Sequence[tuple[str, str]]) -> str:
@@ -302,20 +318,23 @@ def _watching(conn: psycopg.Connection, name: str, progress: IndexProgress | Non
         thread.join(timeout=5)
 
 
-def chunk_vectors(conn: psycopg.Connection, document_ids: Sequence[str]) -> dict[str, list[np.ndarray]]:
+def chunk_vectors(conn: psycopg.Connection, document_ids: Sequence[str], *,
+                  restricted: bool = False) -> dict[str, list[np.ndarray]]:
     """Each document's chunk vectors, in chunk order (for an export that carries them)."""
     from cems_cli.store.search import as_array
 
     vectors: dict[str, list[np.ndarray]] = {}
+    source = "cems_visible_chunks(%(ids)s::uuid[])" if restricted else "memory_chunks"
     rows = conn.execute(
-        "SELECT document_id, embedding FROM memory_chunks WHERE document_id = ANY(%s::uuid[]) "
-        "ORDER BY document_id, chunk_index", (list(document_ids),)).fetchall()
+        f"SELECT document_id, embedding FROM {source} c WHERE document_id = ANY(%(ids)s::uuid[]) "
+        "ORDER BY document_id, chunk_index", {"ids": list(document_ids)}).fetchall()
     for document_id, embedding in rows:
         vectors.setdefault(str(document_id), []).append(as_array(embedding))
     return vectors
 
 
-def iter_owned_memories(conn: psycopg.Connection, user: str, batch: int = 1000) -> Iterator[MemoryRecord]:
+def iter_owned_memories(conn: psycopg.Connection, user: str, batch: int = 1000, *,
+                        restricted: bool = False) -> Iterator[MemoryRecord]:
     """The user's own live memories (personal and those they shared), oldest first, streamed.
     Ties keep the order they were recorded in, so a re-import keeps each session's order.
 
@@ -323,8 +342,8 @@ def iter_owned_memories(conn: psycopg.Connection, user: str, batch: int = 1000) 
     """
     with conn.transaction(), conn.cursor(name="cems_export") as cur:
         cur.execute(
-            f"SELECT {document_columns()} FROM memory_documents d WHERE d.user_id = %s AND NOT d.archived "
-            "AND d.category <> 'rules' ORDER BY d.created_at, d.seq",
+            f"SELECT {document_columns()} FROM {_documents(restricted)} d "
+            "WHERE d.user_id = %s AND NOT d.archived AND d.category <> 'rules' ORDER BY d.created_at, d.seq",
             (user,),
         )
         while rows := cur.fetchmany(batch):

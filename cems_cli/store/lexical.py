@@ -147,6 +147,13 @@ def collection_stats(
     now = time.monotonic()
     per_conn = _STATS.setdefault(conn, {})
     stats = per_conn.get(key)
+    if (stats is None or stats.expires <= now) and identity.restricted:
+        # A member holds no privilege on the chunks (sql/019_member_api.sql): one function counts what they
+        # may see and measures it, as below.
+        row = conn.execute("SELECT chunks, average_length FROM cems_chunk_stats(%s, %s, %s, %s)",
+                           (scope, identity.team, AVERAGE_SAMPLE_FROM, AVERAGE_SAMPLE_CHUNKS)).fetchone()
+        assert row is not None  # the function returns one row
+        stats = _Stats(now + STATS_SECONDS, int(row[0]), float(row[1]), {}, False)
     if stats is None or stats.expires <= now:
         # Whether any chunk is another user's: two probes of the owner index. When none is (one user's
         # store, or what row-level security lets through is all the asker's), N is a count of the owner
@@ -349,6 +356,7 @@ class _Scoring:
     def __init__(self, terms: LexicalTerms, idf: list[float], phrase_weights: list[float],
                  average_length: float, filters: SearchFilters, limit: int) -> None:
         self.limit = limit
+        self.restricted = filters.identity.restricted
         self.where, self.params = filter_clause(filters)
         chunk_where, chunk_params = _chunk_visibility(filters.identity, filters.scope)
         self.chunk_where = chunk_where
@@ -361,6 +369,8 @@ class _Scoring:
         else:
             self.matched = f"memory_chunks c WHERE c.search_vector @@ %(matching)s::tsquery AND {chunk_where}"
         self.params.update(chunk_params)
+        self.params.update(f_scope=filters.scope, f_category=filters.category or None,
+                           f_project=filters.project or None)
         self.params.update(k1=BM25_K1, b=BM25_B, ctx=CONTEXT_TERM_WEIGHT, avgdl=average_length, limit=limit,
                            first_limit=limit * FIRST_LIMIT_FACTOR)
         parts = []
@@ -393,21 +403,24 @@ class _Scoring:
             wanted += " & !(" + " | ".join(quoted(lexeme) for lexeme in excluding) + ")"
         params = {**self.params, "matching": wanted}
         scored = f"SELECT c.id, c.document_id, c.chunk_index, {self.score} AS score FROM {self.matched}"
-        rows = conn.execute(
-            f"SELECT m.id, m.document_id, m.chunk_index, m.score FROM ({scored} "
-            "  ORDER BY score DESC, c.id LIMIT %(first_limit)s) m "
-            f"JOIN memory_documents d ON d.id = m.document_id WHERE {self.where} "
-            "ORDER BY m.score DESC, m.id LIMIT %(limit)s",
-            params,
-        ).fetchall()
+        rows = conn.execute(self._joined(f"{scored} ORDER BY score DESC, c.id LIMIT %(first_limit)s"),
+                            params).fetchall()
         if len(rows) < self.limit and self._more_than_first(conn, params):
-            rows = conn.execute(
-                f"SELECT m.id, m.document_id, m.chunk_index, m.score FROM ({scored}) m "
-                f"JOIN memory_documents d ON d.id = m.document_id WHERE {self.where} "
-                "ORDER BY m.score DESC, m.id LIMIT %(limit)s",
-                params,
-            ).fetchall()
+            rows = conn.execute(self._joined(scored), params).fetchall()
         return rows
+
+    def _joined(self, scored: str) -> str:
+        """The scored chunks joined to their memories for the filters. A member's memories pass the same
+        filters in cems_matching_documents (sql/019_member_api.sql), for just the memories of those chunks."""
+        if self.restricted:
+            return (f"WITH m AS MATERIALIZED ({scored}) "
+                    "SELECT m.id, m.document_id, m.chunk_index, m.score FROM m WHERE m.document_id IN ("
+                    "  SELECT cems_matching_documents(ARRAY(SELECT DISTINCT document_id FROM m), "
+                    "    %(f_scope)s, %(vis_team)s, %(f_category)s, %(f_project)s)) "
+                    "ORDER BY m.score DESC, m.id LIMIT %(limit)s")
+        return (f"SELECT m.id, m.document_id, m.chunk_index, m.score FROM ({scored}) m "
+                f"JOIN memory_documents d ON d.id = m.document_id WHERE {self.where} "
+                "ORDER BY m.score DESC, m.id LIMIT %(limit)s")
 
     def _more_than_first(self, conn: psycopg.Connection, params: dict[str, Any]) -> bool:
         row = conn.execute(

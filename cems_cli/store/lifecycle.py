@@ -15,6 +15,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from cems_cli.models import project_of
+from cems_cli.store.memories import is_restricted, lock_memories, update_memories
 
 # Two-key advisory locks live apart from the one-key lock of migrations; the second key is the user's hash.
 LIFECYCLE_LOCK = 0x43454D4C  # "CEML"
@@ -86,6 +87,26 @@ class Candidate:
         }
 
 
+# A member of a team server holds no privilege on the memory tables (sql/019_member_api.sql): maintenance of
+# their own memories reads them through cems_visible_documents and cems_visible_chunks, writes through
+# cems_update_memories, and locks rows through cems_lock_memories.
+def _documents(conn: psycopg.Connection, ids: str | None = None) -> str:
+    if not is_restricted(conn):
+        return "memory_documents"
+    return f"cems_visible_documents({ids})" if ids else "cems_visible_documents()"
+
+
+def _chunks(conn: psycopg.Connection, documents: str) -> str:
+    return f"cems_visible_chunks({documents})" if is_restricted(conn) else "memory_chunks"
+
+
+def _plain(value: Any) -> Any:
+    """A value as cems_update_memories reads it from JSON."""
+    if isinstance(value, Jsonb):
+        return value.obj
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
 def take_lock(conn: psycopg.Connection, user: str, *, wait: bool) -> bool:
     """Serialise maintenance of one user until the current transaction ends: a second `cems maintain` (or the
     observer's) waits, then finds the merges already done. With `wait` false, False when it is held."""
@@ -110,7 +131,7 @@ def near_duplicate_pairs(
     probes = [
         row[0]
         for row in conn.execute(
-            f"SELECT d.id FROM memory_documents d WHERE {_MERGEABLE.format(a='d')} AND NOT d.pinned",
+            f"SELECT d.id FROM {_documents(conn)} d WHERE {_MERGEABLE.format(a='d')} AND NOT d.pinned",
             {"user": user},
         ).fetchall()
     ]
@@ -125,6 +146,12 @@ def near_duplicate_pairs(
     conn.execute("SET LOCAL enable_sort = off")
     rows: list[tuple[Any, Any, float]] = []
     for start in range(0, len(probes), PAIR_BATCH):  # no one statement runs long (shared servers time out)
+        if is_restricted(conn):  # the same query, run as the tables' owner on the caller's own memories
+            rows += conn.execute(
+                "SELECT probe, document_id, similarity FROM cems_near_duplicates(%s::uuid[], %s, %s)",
+                (probes[start : start + PAIR_BATCH], neighbours, threshold),
+            ).fetchall()
+            continue
         rows += conn.execute(
             "WITH mine AS MATERIALIZED ("
             "  SELECT d.id, d.scope, coalesce(d.team_id, '') AS team, d.category, "
@@ -163,12 +190,15 @@ def aligned_similarity(
     if not pairs:
         return {}
     rows = conn.execute(
+        "WITH ch AS MATERIALIZED (SELECT document_id, chunk_index, embedding "
+        f"  FROM {_chunks(conn, '%(all)s::uuid[]')} c WHERE document_id = ANY(%(all)s::uuid[])) "
         "SELECT p.a, p.b, min(1 - (x.embedding <=> y.embedding)) "
-        "FROM unnest(%s::uuid[], %s::uuid[]) AS p(a, b) "
-        "JOIN memory_chunks x ON x.document_id = p.a "
-        "JOIN memory_chunks y ON y.document_id = p.b AND y.chunk_index = x.chunk_index "
+        "FROM unnest(%(a)s::uuid[], %(b)s::uuid[]) AS p(a, b) "
+        "JOIN ch x ON x.document_id = p.a "
+        "JOIN ch y ON y.document_id = p.b AND y.chunk_index = x.chunk_index "
         "GROUP BY p.a, p.b",
-        ([a for a, _ in pairs], [b for _, b in pairs]),
+        {"a": [a for a, _ in pairs], "b": [b for _, b in pairs],
+         "all": sorted({i for pair in pairs for i in pair})},
     ).fetchall()
     return {(str(r[0]), str(r[1])): float(r[2]) for r in rows}
 
@@ -181,14 +211,20 @@ def candidates(
     what was committed last: a memory pinned, forgotten or changed since the pairs were found is seen so."""
     if not ids:
         return {}
-    # FOR UPDATE re-evaluates the filter on the latest committed version of a row that changed meanwhile.
+    # FOR UPDATE re-evaluates the filter on the latest committed version of a row that changed meanwhile. A
+    # member locks first, through the function; the read that follows sees what was committed last.
+    restricted = is_restricted(conn)
+    if restricted and lock:
+        lock_memories(conn, ids)
+    counted = ("(SELECT count(*) FROM cems_visible_chunks(ARRAY[d.id]) c)" if restricted
+               else "(SELECT count(*) FROM memory_chunks c WHERE c.document_id = d.id)")
     rows = conn.execute(
         "SELECT d.id, d.content, d.category, d.pinned, d.priority, d.access_count, d.last_accessed, "
         "d.last_recalled, d.created_at, d.expires_at, "
-        "d.title, d.tags, d.source, d.source_ref, d.merged_from, "
-        "(SELECT count(*) FROM memory_chunks c WHERE c.document_id = d.id) "
-        f"FROM memory_documents d WHERE d.id = ANY(%(ids)s::uuid[]) AND {_MERGEABLE.format(a='d')} "
-        "ORDER BY d.id" + (" FOR UPDATE OF d" if lock else ""),
+        f"d.title, d.tags, d.source, d.source_ref, d.merged_from, {counted} "
+        f"FROM {_documents(conn, '%(ids)s::uuid[]')} d WHERE d.id = ANY(%(ids)s::uuid[]) "
+        f"AND {_MERGEABLE.format(a='d')} "
+        "ORDER BY d.id" + (" FOR UPDATE OF d" if lock and not restricted else ""),
         {"ids": sorted(set(ids)), "user": user},
     ).fetchall()
     return {
@@ -247,14 +283,29 @@ def merge(conn: psycopg.Connection, kept: Candidate, merged: Sequence[Candidate]
             }
             undo = {"changed": changed, "tags_added": added, "access_added": other.access_count}
             history += [{**other.provenance(), "undo": undo}, *other.merged_from]
-        conn.execute(
-            "UPDATE memory_documents SET priority = %s, tags = %s, access_count = %s, last_accessed = %s, "
-            "last_recalled = %s, expires_at = %s, title = %s, source = %s, source_ref = %s, "
-            "merged_from = %s, updated_at = now() WHERE id = %s",
-            (state["priority"], tags, access_count, state["last_accessed"], state["last_recalled"],
-             state["expires_at"], state["title"], state["source"], state["source_ref"], Jsonb(history),
-             kept.id),
-        )
+        if is_restricted(conn):
+            update_memories(conn, [kept.id], {
+                "priority": state["priority"], "tags": tags, "access_count": access_count,
+                **{f: _plain(state[f]) for f in ("last_accessed", "last_recalled", "expires_at")},
+                "title": state["title"], "source": state["source"], "source_ref": state["source_ref"],
+                "merged_from": history, "updated_at": "now"})
+        else:
+            conn.execute(
+                "UPDATE memory_documents SET priority = %s, tags = %s, access_count = %s, "
+                "last_accessed = %s, last_recalled = %s, expires_at = %s, title = %s, source = %s, "
+                "source_ref = %s, "
+                "merged_from = %s, updated_at = now() WHERE id = %s",
+                (state["priority"], tags, access_count, state["last_accessed"], state["last_recalled"],
+                 state["expires_at"], state["title"], state["source"], state["source_ref"], Jsonb(history),
+                 kept.id),
+            )
+    if is_restricted(conn):
+        folded = conn.execute(
+            "SELECT id FROM cems_visible_documents(%(ids)s::uuid[]) WHERE NOT archived AND NOT pinned",
+            {"ids": [m.id for m in merged]}).fetchall()
+        update_memories(conn, [str(r[0]) for r in folded],
+                        {"archived": True, "merged_into": kept.id, "updated_at": "now"})
+        return
     conn.execute(
         "UPDATE memory_documents SET archived = true, merged_into = %s, updated_at = now() "
         "WHERE id = ANY(%s::uuid[]) AND NOT archived AND NOT pinned",
@@ -323,10 +374,14 @@ def restore(conn: psycopg.Connection, user: str, memory_id: str) -> Restored | N
     is set back where nothing changed it since (the priority, an expiry, a title or provenance it took, the
     tags it added, the accesses it brought), and its entry there is marked restored, so consolidation never
     merges the two again. An expired one loses its expiry. None when `user` has no memory of that id."""
+    restricted = is_restricted(conn)
+    if restricted:
+        lock_memories(conn, [memory_id])
     row = conn.execute(
         "SELECT id, archived, merged_into, category, scope, coalesce(team_id, ''), content_hash, "
-        "expires_at <= now(), merged_from FROM memory_documents WHERE id = %s AND user_id = %s FOR UPDATE",
-        (memory_id, user),
+        f"expires_at <= now(), merged_from FROM {_documents(conn, '%(ids)s::uuid[]')} d "
+        "WHERE id = %(id)s AND user_id = %(user)s" + ("" if restricted else " FOR UPDATE"),
+        {"ids": [memory_id], "id": memory_id, "user": user},
     ).fetchone()
     if row is None:
         return None
@@ -334,8 +389,8 @@ def restore(conn: psycopg.Connection, user: str, memory_id: str) -> Restored | N
     if not archived:
         raise RestoreError(f"memory {memory_id} is not archived: nothing to restore")
     twin = conn.execute(
-        "SELECT id FROM memory_documents WHERE user_id = %s AND scope = %s AND coalesce(team_id, '') = %s "
-        "AND content_hash = %s AND NOT archived",
+        f"SELECT id FROM {_documents(conn)} d WHERE user_id = %s AND scope = %s "
+        "AND coalesce(team_id, '') = %s AND content_hash = %s AND NOT archived",
         (user, scope, team, content_hash),
     ).fetchone()
     if twin is not None:
@@ -345,6 +400,13 @@ def restore(conn: psycopg.Connection, user: str, memory_id: str) -> Restored | N
     if merged_into is not None:
         result.undone = _undo_merge(conn, user, str(merged_into), str(memory_id), list(own_history or []))
     marks = [{"kept_apart_from": result.merged_into}] if result.merged_into else []
+    if restricted:
+        changes: dict[str, Any] = {"archived": False, "merged_into": None, "updated_at": "now",
+                                   "merged_from": list(own_history or []) + marks}
+        if expired:
+            changes["expires_at"] = None
+        update_memories(conn, [str(memory_id)], changes)
+        return result
     conn.execute(
         "UPDATE memory_documents SET archived = false, merged_into = NULL, updated_at = now(), "
         "merged_from = merged_from || %s, "
@@ -357,10 +419,14 @@ def restore(conn: psycopg.Connection, user: str, memory_id: str) -> Restored | N
 def _undo_merge(
     conn: psycopg.Connection, user: str, kept_id: str, memory_id: str, own_history: list[dict[str, Any]]
 ) -> list[str]:
+    restricted = is_restricted(conn)
+    if restricted:
+        lock_memories(conn, [kept_id])
     row = conn.execute(
-        f"SELECT tags, access_count, merged_from, {', '.join(_FOLDED)} FROM memory_documents "
-        "WHERE id = %s AND user_id = %s FOR UPDATE",
-        (kept_id, user),
+        f"SELECT tags, access_count, merged_from, {', '.join(_FOLDED)} "
+        f"FROM {_documents(conn, '%(ids)s::uuid[]')} d "
+        "WHERE id = %(id)s AND user_id = %(user)s" + ("" if restricted else " FOR UPDATE"),
+        {"ids": [kept_id], "id": kept_id, "user": user},
     ).fetchone()
     if row is None:  # pruned or purged since: nothing left to set back
         return []
@@ -390,6 +456,9 @@ def _undo_merge(
         {"id": memory_id, "restored": True} if e is entry else e
         for e in history if e is entry or e.get("id") not in brought
     ])
+    if restricted:
+        update_memories(conn, [kept_id], {**{k: _plain(v) for k, v in updates.items()}, "updated_at": "now"})
+        return undone
     assignments = ", ".join(f"{name} = %({name})s" for name in updates)
     conn.execute(
         f"UPDATE memory_documents SET {assignments}, updated_at = now() WHERE id = %(id)s",
@@ -417,7 +486,20 @@ def expire(
     memories unused for `context_ttl_days`; those get the expires_at they reached. (id, category) each."""
     params = {"user": user, "sources": list(CONTEXT_SOURCES), "ttl_days": context_ttl_days}
     if dry_run:
-        rows = conn.execute(f"SELECT d.id, d.category FROM memory_documents d WHERE {_EXPIRED}", params)
+        rows = conn.execute(f"SELECT d.id, d.category FROM {_documents(conn)} d WHERE {_EXPIRED}", params)
+    elif is_restricted(conn):
+        found = conn.execute(
+            "SELECT d.id, d.category, CASE "
+            f" WHEN {_CAPTURED_CONTEXT} THEN least(coalesce(d.expires_at, 'infinity'), {_TTL_END}) "
+            f" ELSE d.expires_at END FROM cems_visible_documents() d WHERE {_EXPIRED}",
+            params,
+        ).fetchall()
+        expired: list[tuple[str, str]] = []
+        for memory_id, category, expires_at in found:  # each its own expiry: one call per memory
+            if update_memories(conn, [str(memory_id)], {"archived": True, "updated_at": "now",
+                                                        "expires_at": _plain(expires_at)}):
+                expired.append((str(memory_id), category))
+        return expired
     else:
         rows = conn.execute(
             "UPDATE memory_documents d SET archived = true, updated_at = now(), expires_at = CASE "
@@ -438,11 +520,12 @@ def prune(conn: psycopg.Connection, user: str, grace_days: float, *, dry_run: bo
     )
     params = {"user": user, "grace_days": grace_days}
     if dry_run:
-        row = conn.execute(f"SELECT count(*) FROM memory_documents WHERE {where}", params).fetchone()
+        row = conn.execute(f"SELECT count(*) FROM {_documents(conn)} d WHERE {where}", params).fetchone()
         return int(row[0]) if row else 0
     # Through cems_delete_memories: a member holds no table-wide DELETE (sql/016_no_table_locks.sql).
     deleted = len(conn.execute(
-        f"SELECT id FROM cems_delete_memories(ARRAY(SELECT id FROM memory_documents WHERE {where}))", params
+        f"SELECT id FROM cems_delete_memories(ARRAY(SELECT id FROM {_documents(conn)} d WHERE {where}))",
+        params
     ).fetchall())
     if deleted:
         mark_scrub_pending(conn, user)  # their text is still in the files until the scrub

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,66 @@ def visibility_clause(
     return "(" + " OR ".join(parts) + ")", {"vis_user": identity.user, "vis_team": identity.team}
 
 
+# Whether row-level security applies to a connection (a member of a team server), per connection: the
+# answer never changes for its session, and store functions that are given a user, not an Identity, ask it.
+_RESTRICTED: weakref.WeakKeyDictionary[psycopg.Connection, bool] = weakref.WeakKeyDictionary()
+
+
+def is_restricted(conn: psycopg.Connection) -> bool:
+    known = _RESTRICTED.get(conn)
+    if known is None:
+        row = conn.execute("SELECT row_security_active('memory_documents')").fetchone()
+        known = _RESTRICTED[conn] = bool(row and row[0])
+    return known
+
+
+def lock_memories(conn: psycopg.Connection, ids: Sequence[str], *, share: bool = False) -> set[str]:
+    """A member's row locks (FOR NO KEY UPDATE, or FOR SHARE) on those of `ids` they may change, until the
+    transaction ends (sql/019_member_api.sql cems_lock_memories). Returns the ids locked."""
+    if not ids:
+        return set()
+    rows = conn.execute("SELECT cems_lock_memories(%s::uuid[], %s)", (sorted(set(ids)), share)).fetchall()
+    return {str(r[0]) for r in rows}
+
+
+def documents_from(identity: Identity, ids: str | None = None, *, tags: str | None = None) -> str:
+    """The FROM item for memory documents (its alias is the caller's). A member of a team server holds no
+    privilege on the table and reads the memories it may see through cems_visible_documents
+    (sql/019_member_api.sql): a query of the table, even under row-level security, showed them which hidden
+    ids exist. `ids`, SQL for a uuid[], narrows the function to those memories (by primary key); `tags`,
+    SQL for a text[], to the unarchived ones carrying any of those tags."""
+    if not identity.restricted:
+        return "memory_documents"
+    return f"cems_visible_documents({ids or 'NULL'}, {tags or 'NULL'})"
+
+
+def chunks_from(identity: Identity, documents: str | None = None) -> str:
+    """The FROM item for chunks, as documents_from; `documents` (SQL for a uuid[]) narrows to their chunks."""
+    if not identity.restricted:
+        return "memory_chunks"
+    return f"cems_visible_chunks({documents})" if documents else "cems_visible_chunks()"
+
+
+def rules_from(identity: Identity) -> str:
+    return "cems_visible_rules()" if identity.restricted else "rules"
+
+
+def _jsonb(value: dict[str, Any]) -> Any:
+    from psycopg.types.json import Jsonb
+
+    return Jsonb(value)
+
+
+def update_memories(conn: psycopg.Connection, ids: Sequence[str], changes: dict[str, Any]) -> list[str]:
+    """A member's UPDATE: set these columns on those of `ids` they may change (sql/019_member_api.sql
+    cems_update_memories; 'now' is the transaction's time). Returns the ids changed."""
+    if not ids:
+        return []
+    rows = conn.execute("SELECT id FROM cems_update_memories(%s::uuid[], %s)",
+                        (list(ids), _jsonb(changes))).fetchall()
+    return [str(r[0]) for r in rows]
+
+
 def live_clause(alias: str = "d") -> str:
     return f"(NOT {alias}.archived AND ({alias}.expires_at IS NULL OR {alias}.expires_at > now()))"
 
@@ -51,8 +112,8 @@ def find_live_duplicate(
     conn: psycopg.Connection, identity: Identity, scope: str, team: str | None, content_hash: str
 ) -> str | None:
     row = conn.execute(
-        "SELECT id FROM memory_documents WHERE user_id = %s AND scope = %s AND coalesce(team_id, '') = %s "
-        "AND content_hash = %s AND NOT archived",
+        f"SELECT id FROM {documents_from(identity)} d WHERE user_id = %s AND scope = %s "
+        "AND coalesce(team_id, '') = %s AND content_hash = %s AND NOT archived",
         (identity.user, scope, team or "", content_hash),
     ).fetchone()
     return str(row[0]) if row else None
@@ -61,19 +122,32 @@ def find_live_duplicate(
 _EVIDENCE_TAGS = ("session:", "branch:")
 
 
-def keep_earliest_evidence(conn: psycopg.Connection, memory_id: str, memory: NewMemory) -> None:
+def keep_earliest_evidence(conn: psycopg.Connection, memory_id: str, memory: NewMemory,
+                           identity: Identity | None = None) -> None:
     """The same text stored again from an earlier moment by the same source (the observer reading a backlog
     of transcripts in path order, not in time order): the memory dates from, and cites, the earliest time it
     was seen. Another source's copy changes nothing (what the user wrote stays theirs)."""
-    _move_evidence(conn, memory_id, memory, "created_at > %(at)s AND source IS NOT DISTINCT FROM %(source)s")
+    _move_evidence(conn, memory_id, memory, "created_at > %(at)s AND source IS NOT DISTINCT FROM %(source)s",
+                   identity)
 
 
-def _move_evidence(conn: psycopg.Connection, memory_id: str, memory: NewMemory, when: str) -> None:
+def _move_evidence(conn: psycopg.Connection, memory_id: str, memory: NewMemory, when: str,
+                   identity: Identity | None = None) -> None:
     """Date the memory from `memory`'s sighting and cite it, where `when` (SQL) holds. Its session and
     branch tags follow the evidence; tags of any other kind stay."""
     if memory.created_at is None:
         return
     moving = [t for t in memory.tags if t.startswith(_EVIDENCE_TAGS)]
+    if identity is not None and identity.restricted:  # a member: read, then change through the function
+        row = conn.execute(
+            f"SELECT tags FROM {documents_from(identity, '%(ids)s::uuid[]')} d WHERE id = %(id)s AND {when}",
+            {"ids": [memory_id], "id": memory_id, "at": memory.created_at, "source": memory.source},
+        ).fetchone()
+        if row is not None:
+            kept = [t for t in (row[0] or []) if not t.startswith(_EVIDENCE_TAGS)]
+            update_memories(conn, [memory_id], {"created_at": memory.created_at.isoformat(),
+                                                "source_ref": memory.source_ref, "tags": kept + moving})
+        return
     conn.execute(
         "UPDATE memory_documents SET created_at = %(at)s, source_ref = %(ref)s, tags = ARRAY("
         "  SELECT t FROM unnest(tags) AS t WHERE NOT t LIKE ANY(%(kinds)s::text[])"
@@ -94,7 +168,7 @@ class Tagged:
 def find_live_tagged(conn: psycopg.Connection, identity: Identity, tag: str) -> Tagged | None:
     """This owner's live personal memory carrying `tag` (the newest, should there be two)."""
     row = conn.execute(
-        "SELECT id, content, created_at, tags FROM memory_documents WHERE user_id = %s "
+        f"SELECT id, content, created_at, tags FROM {documents_from(identity)} d WHERE user_id = %s "
         "AND scope = 'personal' AND NOT archived AND tags @> ARRAY[%s]::text[] "
         "ORDER BY created_at DESC LIMIT 1",
         (identity.user, tag),
@@ -102,17 +176,24 @@ def find_live_tagged(conn: psycopg.Connection, identity: Identity, tag: str) -> 
     return Tagged(str(row[0]), str(row[1]), row[2], list(row[3] or [])) if row else None
 
 
-def add_tag(conn: psycopg.Connection, memory_id: str, tag: str) -> None:
+def add_tag(conn: psycopg.Connection, memory_id: str, tag: str, identity: Identity | None = None) -> None:
+    if identity is not None and identity.restricted:
+        row = conn.execute(f"SELECT tags FROM {documents_from(identity, '%s::uuid[]')} d",
+                           ([memory_id],)).fetchone()
+        if row is not None and tag not in (row[0] or []):
+            update_memories(conn, [memory_id], {"tags": [*(row[0] or []), tag]})
+        return
     conn.execute(
         "UPDATE memory_documents SET tags = array_append(tags, %s) WHERE id = %s AND NOT %s = ANY(tags)",
         (tag, memory_id, tag),
     )
 
 
-def keep_latest_evidence(conn: psycopg.Connection, memory_id: str, memory: NewMemory) -> None:
+def keep_latest_evidence(conn: psycopg.Connection, memory_id: str, memory: NewMemory,
+                         identity: Identity | None = None) -> None:
     """A counted memory seen again (a blocked command tried again): it dates from, and cites, the latest
     sighting, which a later question about it is most likely to mean."""
-    _move_evidence(conn, memory_id, memory, "created_at < %(at)s")
+    _move_evidence(conn, memory_id, memory, "created_at < %(at)s", identity)
 
 
 def insert_memory(
@@ -125,6 +206,8 @@ def insert_memory(
     team: str | None,
 ) -> tuple[str, bool]:
     """Insert a document and its chunks in one transaction; returns (id, created)."""
+    if identity.restricted:
+        return _insert_memory_as_member(conn, identity, memory, content_hash, chunks, vectors, team)
     with conn.transaction():
         row = conn.execute(
             "INSERT INTO memory_documents (content, content_hash, user_id, team_id, scope, category, title, "
@@ -171,6 +254,40 @@ def insert_memory(
     return str(doc_id), True
 
 
+def _insert_memory_as_member(
+    conn: psycopg.Connection, identity: Identity, memory: NewMemory, content_hash: str,
+    chunks: Sequence[str], vectors: np.ndarray, team: str | None,
+) -> tuple[str, bool]:
+    """insert_memory through the functions (sql/019_member_api.sql): the ids are the database's."""
+    with conn.transaction():
+        row = conn.execute(
+            "SELECT cems_insert_memory(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (memory.content, content_hash, team, memory.scope, memory.category, memory.title, memory.tags,
+             memory.source, memory.source_ref, memory.pinned, memory.pin_reason, memory.pin_category,
+             memory.expires_at, memory.created_at, memory.context),
+        ).fetchone()
+        doc_id = row[0] if row else None
+        if doc_id is None:  # a live memory of theirs already holds this text
+            existing = find_live_duplicate(conn, identity, memory.scope, team, content_hash)
+            if existing is None:
+                raise RuntimeError("duplicate memory vanished during insert")
+            return existing, False
+        _insert_chunks_as_member(conn, str(doc_id), chunks, vectors, memory.context)
+    from cems_cli.store.lexical import forget_stats  # lexical reads this module: imported when used
+
+    forget_stats(conn)
+    return str(doc_id), True
+
+
+def _insert_chunks_as_member(conn: psycopg.Connection, memory_id: str, chunks: Sequence[str],
+                             vectors: np.ndarray, context: str | None) -> None:
+    with conn.cursor() as cur:
+        cur.executemany(
+            "SELECT cems_insert_chunk(%s, %s, %s, %s, %s)",
+            [(memory_id, i, text, vectors[i], context) for i, text in enumerate(chunks)],
+        )
+
+
 def replace_content(
     conn: psycopg.Connection,
     identity: Identity,
@@ -182,6 +299,8 @@ def replace_content(
 ) -> bool:
     """Give a live memory of this owner new content (and chunks, vectors, title, tags) in one transaction.
     False when it is gone (archived, forgotten) or another live memory already holds this text."""
+    if identity.restricted:
+        return _replace_content_as_member(conn, identity, memory_id, memory, content_hash, chunks, vectors)
     with conn.transaction():
         row = conn.execute(
             "UPDATE memory_documents d SET content = %s, content_hash = %s, title = %s, tags = %s, "
@@ -213,13 +332,43 @@ def replace_content(
     return True
 
 
+def _replace_content_as_member(
+    conn: psycopg.Connection, identity: Identity, memory_id: str, memory: NewMemory, content_hash: str,
+    chunks: Sequence[str], vectors: np.ndarray,
+) -> bool:
+    with conn.transaction():
+        row = conn.execute(
+            f"SELECT d.id FROM {documents_from(identity, '%(ids)s::uuid[]')} d "
+            "WHERE d.user_id = %(user)s AND NOT d.archived AND NOT EXISTS ("
+            f" SELECT 1 FROM {documents_from(identity)} o WHERE o.user_id = d.user_id AND o.scope = d.scope"
+            " AND coalesce(o.team_id, '') = coalesce(d.team_id, '') AND o.content_hash = %(hash)s"
+            " AND NOT o.archived AND o.id <> d.id)",
+            {"ids": [memory_id], "user": identity.user, "hash": content_hash},
+        ).fetchone()
+        if row is None:
+            return False
+        try:
+            with conn.transaction():  # a concurrent write of the same text: the unique index says so
+                changed = update_memories(conn, [memory_id], {
+                    "content": memory.content, "content_hash": content_hash, "title": memory.title,
+                    "tags": list(memory.tags), "context": memory.context, "updated_at": "now"})
+        except psycopg.errors.UniqueViolation:
+            return False
+        if not changed:
+            return False
+        conn.execute("SELECT cems_delete_chunks(%s)", (memory_id,))
+        _insert_chunks_as_member(conn, memory_id, chunks, vectors, memory.context)
+    return True
+
+
 def get_memory(
     conn: psycopg.Connection, identity: Identity, memory_id: str, include_archived: bool = True
 ) -> MemoryRecord | None:
     vis, params = visibility_clause(identity)
     archived = "" if include_archived else " AND NOT d.archived"
     row = conn.execute(
-        f"SELECT {document_columns()} FROM memory_documents d WHERE d.id::text = %(id)s AND {vis}{archived}",
+        f"SELECT {document_columns()} FROM {documents_from(identity)} d "
+        f"WHERE d.id::text = %(id)s AND {vis}{archived}",
         {**params, "id": memory_id},
     ).fetchone()
     return MemoryRecord.from_row(row) if row else None
@@ -252,7 +401,7 @@ def resolve_id(conn: psycopg.Connection, identity: Identity, prefix: str) -> str
     prefix = prefix.strip().lower()
     vis, params = visibility_clause(identity)
     rows = conn.execute(
-        f"SELECT d.id FROM memory_documents d WHERE d.id::text LIKE %(prefix)s AND {vis} LIMIT 2",
+        f"SELECT d.id FROM {documents_from(identity)} d WHERE d.id::text LIKE %(prefix)s AND {vis} LIMIT 2",
         {**params, "prefix": prefix + "%"},
     ).fetchall()
     return str(rows[0][0]) if len(rows) == 1 else None
@@ -280,7 +429,7 @@ def list_memories(
         params["project"] = project
     params["limit"] = limit
     rows = conn.execute(
-        f"SELECT {document_columns()} FROM memory_documents d WHERE {' AND '.join(where)} "
+        f"SELECT {document_columns()} FROM {documents_from(identity)} d WHERE {' AND '.join(where)} "
         "ORDER BY d.pinned DESC, d.created_at DESC LIMIT %(limit)s",
         params,
     ).fetchall()
@@ -304,12 +453,14 @@ def resolve_ids(
     found: list[str] = []
     if full:
         found += [str(r[0]) for r in conn.execute(
-            f"SELECT d.id FROM memory_documents d WHERE d.id = ANY(%(ids)s::uuid[]) AND {vis}",
+            f"SELECT d.id FROM {documents_from(identity, '%(ids)s::uuid[]')} d "
+            f"WHERE d.id = ANY(%(ids)s::uuid[]) AND {vis}",
             {**params, "ids": sorted(full)},
         ).fetchall()]
     if partial:
         found += [str(r[0]) for r in conn.execute(
-            f"SELECT d.id FROM memory_documents d WHERE d.id::text LIKE ANY(%(patterns)s) AND {vis}",
+            f"SELECT d.id FROM {documents_from(identity)} d "
+            f"WHERE d.id::text LIKE ANY(%(patterns)s) AND {vis}",
             {**params, "patterns": [p + "%" for p in sorted(partial)]},
         ).fetchall()]
     resolved: dict[str, str | None] = {}
@@ -350,8 +501,9 @@ def forget_memories(
         # no table-wide DELETE, which would let them lock the table against every teammate's search.
         cursor = conn.execute(
             "WITH RECURSIVE doomed(id) AS ("
-            f"  SELECT id FROM memory_documents WHERE id = ANY(%(ids)s::uuid[]) AND {mine}"
-            "  UNION SELECT d.id FROM memory_documents d JOIN doomed ON d.merged_into = doomed.id"
+            f"  SELECT id FROM {documents_from(identity, '%(ids)s::uuid[]')} d "
+            f"  WHERE id = ANY(%(ids)s::uuid[]) AND {mine}"
+            f"  UNION SELECT d.id FROM {documents_from(identity)} d JOIN doomed ON d.merged_into = doomed.id"
             "  WHERE d.user_id = %(user)s AND d.archived AND NOT d.pinned) "
             "SELECT id, category FROM cems_delete_memories(ARRAY(SELECT id FROM doomed))",
             {"ids": list(memory_ids), "user": identity.user, "admin_teams": teams},
@@ -365,6 +517,17 @@ def forget_memories(
 
             mark_scrub_pending(conn, identity.user)
         return done
+    if identity.restricted:
+        live = conn.execute(
+            f"SELECT id FROM {documents_from(identity, '%(ids)s::uuid[]')} d "
+            f"WHERE {mine} AND NOT archived",
+            {"ids": list(memory_ids), "user": identity.user, "admin_teams": teams},
+        ).fetchall()
+        rows = conn.execute(
+            "SELECT id, category FROM cems_update_memories(%s::uuid[], %s)",
+            ([str(r[0]) for r in live], _jsonb({"archived": True, "updated_at": "now"})),
+        ).fetchall()
+        return {str(r[0]): r[1] for r in rows}
     cursor = conn.execute(
         "UPDATE memory_documents SET archived = true, updated_at = now() "
         f"WHERE id = ANY(%(ids)s::uuid[]) AND {mine} AND NOT archived RETURNING id, category",
@@ -390,7 +553,8 @@ def owned_live_ids(
         where.append("d.source = %(source)s")
         params["source"] = source
     rows = conn.execute(
-        f"SELECT d.id FROM memory_documents d WHERE {' AND '.join(where)} ORDER BY d.created_at, d.seq",
+        f"SELECT d.id FROM {documents_from(identity)} d WHERE {' AND '.join(where)} "
+        "ORDER BY d.created_at, d.seq",
         params,
     ).fetchall()
     return [str(r[0]) for r in rows]
@@ -409,6 +573,15 @@ def pin_memory(
     """Pin (or unpin) a live memory of the caller's, or a shared memory of a team in `admin_teams`: a pinned
     shared memory opens every teammate's session, so on a team server only the team's admins pin one (the
     database's guard says so too, and records who pinned it in pinned_by)."""
+    if identity.restricted:
+        found = conn.execute(
+            f"SELECT id FROM {documents_from(identity)} d WHERE id::text = %s AND NOT archived "
+            "AND (user_id = %s OR (scope = 'shared' AND team_id = ANY(%s)))",
+            (memory_id, identity.user, list(admin_teams)),
+        ).fetchone()
+        return found is not None and bool(update_memories(conn, [str(found[0])], {
+            "pinned": pinned, "pin_reason": reason if pinned else None,
+            "pin_category": pin_category if pinned else None, "updated_at": "now"}))
     row = conn.execute(
         "UPDATE memory_documents SET pinned = %s, pin_reason = %s, pin_category = %s, pinned_by = %s, "
         "updated_at = now() "
@@ -420,14 +593,16 @@ def pin_memory(
     return row is not None
 
 
-def pinned_by(conn: psycopg.Connection, memory_ids: Sequence[str]) -> dict[str, str]:
+def pinned_by(conn: psycopg.Connection, memory_ids: Sequence[str],
+              identity: Identity | None = None) -> dict[str, str]:
     """Who pinned each of these memories (those with a pin)."""
     if not memory_ids:
         return {}
+    source = documents_from(identity, "%(ids)s::uuid[]") if identity else "memory_documents"
     rows = conn.execute(
-        "SELECT id::text, pinned_by FROM memory_documents "
-        "WHERE id = ANY(%s::uuid[]) AND pinned_by IS NOT NULL",
-        (list(memory_ids),),
+        f"SELECT id::text, pinned_by FROM {source} d "
+        "WHERE id = ANY(%(ids)s::uuid[]) AND pinned_by IS NOT NULL",
+        {"ids": list(memory_ids)},
     ).fetchall()
     return {str(r[0]): str(r[1]) for r in rows}
 
@@ -466,7 +641,8 @@ def counts(conn: psycopg.Connection, identity: Identity) -> list[tuple[str, str,
     return [
         (r[0], r[1], int(r[2]))
         for r in conn.execute(
-            f"SELECT d.scope, d.category, count(*) FROM memory_documents d WHERE {vis} AND {live_clause()} "
+            f"SELECT d.scope, d.category, count(*) FROM {documents_from(identity)} d "
+            f"WHERE {vis} AND {live_clause()} "
             "GROUP BY 1, 2 ORDER BY 1, 2",
             params,
         ).fetchall()

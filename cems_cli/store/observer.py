@@ -15,6 +15,8 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from cems_cli.store.memories import is_restricted
+
 _FILE_COLUMNS = (
     "path, device, inode, read_offset, size_seen, mtime, fingerprint, fingerprint_len, pending, "
     "ignored, lines, malformed, resets, version"
@@ -244,8 +246,9 @@ def get_state(conn: psycopg.Connection, user: str) -> dict[str, Any]:
 
 
 def count_observations(conn: psycopg.Connection, user: str, source: str) -> int:
+    source_table = "cems_visible_documents()" if is_restricted(conn) else "memory_documents"
     row = conn.execute(
-        "SELECT count(*) FROM memory_documents WHERE user_id = %s AND source = %s AND NOT archived",
+        f"SELECT count(*) FROM {source_table} d WHERE user_id = %s AND source = %s AND NOT archived",
         (user, source),
     ).fetchone()
     return int(row[0]) if row else 0

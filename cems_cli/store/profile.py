@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import psycopg
 
-from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
+from cems_cli.store.memories import Identity, documents_from, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
 PER_SECTION = 12
@@ -16,7 +16,7 @@ def _query(
 ) -> list[MemoryRecord]:
     vis, vis_params = visibility_clause(identity)
     rows = conn.execute(
-        f"SELECT {document_columns()} FROM memory_documents d WHERE {vis} AND {live_clause()} "
+        f"SELECT {document_columns()} FROM {documents_from(identity)} d WHERE {vis} AND {live_clause()} "
         f"AND d.category <> 'rules' AND {extra} ORDER BY {order} LIMIT {PER_SECTION}",
         {**vis_params, **params},
     ).fetchall()

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import psycopg
 
-from cems_cli.store.memories import Identity, live_clause, visibility_clause
+from cems_cli.store.memories import Identity, documents_from, live_clause, rules_from, visibility_clause
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,12 @@ def insert_rule_spec(
     reason: str,
     regex: bool,
     project: str | None,
+    restricted: bool = False,
 ) -> bool:
+    if restricted:  # a member writes no table (sql/019_member_api.sql)
+        row = conn.execute("SELECT cems_insert_rule(%s, %s, %s, %s, %s, %s, %s, %s)",
+                           (document_id, tool, pattern, field, action, reason, regex, project)).fetchone()
+        return bool(row and row[0])
     row = conn.execute(
         "INSERT INTO rules (document_id, tool, pattern, field, action, reason, is_regex, project) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (document_id) DO NOTHING RETURNING document_id",
@@ -55,16 +60,19 @@ def visible_rules(conn: psycopg.Connection, identity: Identity, project: str | N
         params["project"] = project
     rows = conn.execute(
         "SELECT d.id, r.tool, r.pattern, r.field, r.action, r.reason, r.is_regex, r.project, d.scope, "
-        "d.user_id, d.team_id, r.created_at FROM rules r JOIN memory_documents d ON d.id = r.document_id "
+        f"d.user_id, d.team_id, r.created_at FROM {rules_from(identity)} r "
+        f"JOIN {documents_from(identity)} d ON d.id = r.document_id "
         f"WHERE {' AND '.join(where)} ORDER BY r.created_at, d.id",
         params,
     ).fetchall()
     return [RuleRow(str(r[0]), *r[1:]) for r in rows]
 
 
-def rule_owner(conn: psycopg.Connection, rule_id: str) -> str | None:
+def rule_owner(conn: psycopg.Connection, rule_id: str, identity: Identity | None = None) -> str | None:
+    rules, documents = ((rules_from(identity), documents_from(identity)) if identity
+                        else ("rules", "memory_documents"))
     row = conn.execute(
-        "SELECT d.user_id FROM rules r JOIN memory_documents d ON d.id = r.document_id WHERE d.id::text = %s",
+        f"SELECT d.user_id FROM {rules} r JOIN {documents} d ON d.id = r.document_id WHERE d.id::text = %s",
         (rule_id,),
     ).fetchone()
     return row[0] if row else None

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
+from cems_cli.store.memories import Identity, documents_from, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
 # The HNSW beam, by store size. Recall@10 of the product's vector query against exact search, for real
@@ -187,7 +187,8 @@ def session_positions(
         "SELECT id, tag, pos FROM ("
         "  SELECT d.id, t.tag, "
         "    row_number() OVER (PARTITION BY t.tag ORDER BY d.created_at, d.seq) - 1 AS pos "
-        "  FROM memory_documents d CROSS JOIN LATERAL unnest(d.tags) AS t(tag) "
+        f"  FROM {documents_from(filters.identity, tags='%(sessions)s::text[]')} d "
+        "  CROSS JOIN LATERAL unnest(d.tags) AS t(tag) "
         f" WHERE d.tags && %(sessions)s::text[] AND t.tag = ANY(%(sessions)s::text[]) AND {where}"
         "   AND d.category <> ALL(%(leave_out)s::text[])"
         ") placed WHERE id = ANY(%(ids)s::uuid[])",

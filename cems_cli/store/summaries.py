@@ -12,7 +12,7 @@ import psycopg
 from cems_cli import defaults
 from cems_cli.retrieval.raptor import Member, Summary
 from cems_cli.store.lifecycle import PROJECT_SQL
-from cems_cli.store.memories import live_clause
+from cems_cli.store.memories import is_restricted, live_clause
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,18 +63,27 @@ def project_members(conn: psycopg.Connection, user: str) -> dict[str, tuple[list
 
     # Each project's latest memories only (what an overview asks about, and a bound on the work): chosen
     # first, so only their chunks are read and their vectors sent.
+    # A member of a team server reads through functions (sql/019_member_api.sql): the memories once, then
+    # the chunks of the latest only.
+    restricted = is_restricted(conn)
+    documents = "visible" if restricted else "memory_documents"
+    chunks = "cems_visible_chunks(ARRAY(SELECT id FROM latest))" if restricted else "memory_chunks"
+    group_by = (", d.category, d.content, d.created_at, d.source, d.source_ref, d.content_hash"
+               if restricted else "")
+    visible = "visible AS MATERIALIZED (SELECT * FROM cems_visible_documents()), " if restricted else ""
     rows = conn.execute(
-        f"WITH latest AS (SELECT id FROM (SELECT d.id, row_number() OVER (PARTITION BY {_PROJECT} "
-        "  ORDER BY d.created_at DESC, d.content_hash DESC, d.id DESC) AS n FROM memory_documents d "
+        f"WITH {visible}latest AS (SELECT id FROM (SELECT d.id, row_number() OVER (PARTITION BY {_PROJECT} "
+        f"  ORDER BY d.created_at DESC, d.content_hash DESC, d.id DESC) AS n FROM {documents} d "
         f"  WHERE d.user_id = %(user)s AND d.category <> 'rules' AND {live_clause()}) ranked "
         "  WHERE n <= %(latest)s) "
         f"SELECT d.id, d.category, d.content, d.created_at, d.source, {_PROJECT} AS project, "
         "cems_entities(d.content) AS entities, avg(c.embedding) AS vector "
-        "FROM latest JOIN memory_documents d ON d.id = latest.id "
-        "JOIN memory_chunks c ON c.document_id = d.id "
+        f"FROM latest JOIN {documents} d ON d.id = latest.id "
+        f"JOIN {chunks} c ON c.document_id = d.id "
         # Ties (the memories one turn left) in the order of their text, not of their random ids: the same
         # memories make the same groups every time.
-        "GROUP BY d.id ORDER BY d.created_at, d.content_hash, d.id",
+        # A function's rows have no primary key to group by: a member's names every column it reads.
+        f"GROUP BY d.id{group_by} ORDER BY d.created_at, d.content_hash, d.id",
         {"user": user, "latest": defaults.SUMMARY_MAX_MEMORIES},
     ).fetchall()
     grouped: dict[str, tuple[list[Member], list[np.ndarray]]] = {}

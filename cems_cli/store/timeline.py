@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 
-from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
+from cems_cli.store.memories import Identity, documents_from, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
 
@@ -31,8 +31,10 @@ class Walk:
     leave_out_tag: str | None = None  # a session's own memories, around which its project is walked
 
 
-def place_of(conn: psycopg.Connection, memory_id: str) -> Place:
-    row = conn.execute("SELECT created_at, seq FROM memory_documents WHERE id = %s", (memory_id,)).fetchone()
+def place_of(conn: psycopg.Connection, memory_id: str, identity: Identity | None = None) -> Place:
+    source = documents_from(identity, "%(ids)s::uuid[]") if identity else "memory_documents"
+    row = conn.execute(f"SELECT created_at, seq FROM {source} d WHERE id = %(id)s",
+                       {"ids": [memory_id], "id": memory_id}).fetchone()
     if row is None:  # the caller resolved the id a moment ago through the visibility rules
         raise LookupError(memory_id)
     return Place(row[0], int(row[1]))
@@ -64,7 +66,7 @@ def neighbours(
     params.update(at=place.created_at, seq=place.seq, limit=limit)
     order = "ASC" if after else "DESC"
     rows = conn.execute(
-        f"SELECT {document_columns()} FROM memory_documents d WHERE {' AND '.join(where)} "
+        f"SELECT {document_columns()} FROM {documents_from(identity)} d WHERE {' AND '.join(where)} "
         f"ORDER BY d.created_at {order}, d.seq {order} LIMIT %(limit)s",
         params,
     ).fetchall()
@@ -81,12 +83,12 @@ def in_session(
     params["limit"] = limit
     clause = " AND ".join(where)
     rows = conn.execute(
-        f"SELECT {document_columns()} FROM memory_documents d WHERE {clause} "
+        f"SELECT {document_columns()} FROM {documents_from(identity)} d WHERE {clause} "
         "ORDER BY d.created_at, d.seq LIMIT %(limit)s",
         params,
     ).fetchall()
     last = conn.execute(
-        f"SELECT count(*) OVER (), d.created_at, d.seq FROM memory_documents d WHERE {clause} "
+        f"SELECT count(*) OVER (), d.created_at, d.seq FROM {documents_from(identity)} d WHERE {clause} "
         "ORDER BY d.created_at DESC, d.seq DESC LIMIT 1",
         params,
     ).fetchone()
@@ -102,7 +104,8 @@ def session_tags(conn: psycopg.Connection, identity: Identity, prefix: str) -> l
     literal = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")  # LIKE's wildcards
     params["pattern"] = "session:" + literal + "%"
     rows = conn.execute(
-        "SELECT DISTINCT t.tag FROM memory_documents d CROSS JOIN LATERAL unnest(d.tags) AS t(tag) "
+        f"SELECT DISTINCT t.tag FROM {documents_from(identity)} d "
+        "CROSS JOIN LATERAL unnest(d.tags) AS t(tag) "
         f"WHERE {' AND '.join(where)} AND t.tag LIKE %(pattern)s ORDER BY t.tag LIMIT 2",
         params,
     ).fetchall()

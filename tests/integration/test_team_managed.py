@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 from tests.integration.test_teams_rls import _url
 
@@ -99,8 +100,13 @@ def test_admin_init_and_a_team_without_a_superuser(managed):
     with psycopg.connect(ben, autocommit=True) as conn:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute("CREATE TEMP TABLE memory_documents (id uuid)")
-        written = conn.execute("UPDATE memory_documents SET content = 'x' WHERE id = %s", (shared,))
-        assert written.rowcount == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # no privilege on the memory tables
+            conn.execute("UPDATE memory_documents SET content = 'x' WHERE id = %s", (shared,))
+        written = conn.execute("SELECT count(*) FROM cems_update_memories(%s::uuid[], %s)",
+                               ([shared], Jsonb({"content": "x"}))).fetchone()[0]
+        assert written == 0
+        assert conn.execute("SELECT count(*) FROM cems_visible_documents(%s::uuid[])",
+                            ([secret],)).fetchone()[0] == 0
         limit = conn.execute("SELECT setting FROM pg_settings WHERE name = 'lock_timeout'").fetchone()[0]
         assert limit != "0"
     entries = run(ann, "audit", "--team", team)["entries"]

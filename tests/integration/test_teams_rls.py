@@ -18,6 +18,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 from tests.conftest import CliResult
 
@@ -230,19 +231,30 @@ def test_sql_as_an_application_role_is_held_by_the_policies(world):
                     team=world.red)["id"]
     with world.connect(world.bob) as bob:
         assert bob.execute("SELECT cems_user()").fetchone()[0] == world.bob
-        visible = {str(r[0]) for r in bob.execute("SELECT id FROM memory_documents")}
+        # No privilege on the memory tables (a read of them told which hidden ids exist): the functions.
+        visible = {str(r[0]) for r in bob.execute("SELECT id FROM cems_visible_documents()")}
         assert reds in visible and alices not in visible
-        assert bob.execute("SELECT count(*) FROM memory_chunks WHERE user_id = %s AND scope = 'personal'",
+        assert bob.execute("SELECT count(*) FROM cems_visible_chunks() "
+                           "WHERE user_id = %s AND scope = 'personal'",
                            (world.alice,)).fetchone()[0] == 0
-        assert bob.execute("UPDATE memory_documents SET content = 'x' WHERE id = %s", (alices,)).rowcount == 0
+        assert bob.execute("SELECT count(*) FROM cems_update_memories(%s::uuid[], %s)",
+                           ([alices], Jsonb({"content": "x"}))).fetchone()[0] == 0
         # Deleting goes through cems_delete_memories (no table-wide DELETE, which would let bob lock the
         # table), and it deletes nothing that is not bob's to delete.
         assert bob.execute("SELECT count(*) FROM cems_delete_memories(%s::uuid[])",
                            ([reds, alices],)).fetchone()[0] == 0
         # A teammate's shared row is not bob's to update at all (only its counters move, through
         # cems_record_access): the statement finds nothing to change; the owner column is nobody's to write.
-        assert bob.execute("UPDATE memory_documents SET archived = true WHERE id = %s", (reds,)).rowcount == 0
+        assert bob.execute("SELECT count(*) FROM cems_update_memories(%s::uuid[], %s)",
+                           ([reds], Jsonb({"archived": True}))).fetchone()[0] == 0
+        with pytest.raises(psycopg.errors.InvalidParameterValue):  # the owner column is nobody's to write
+            bob.execute("SELECT cems_update_memories(%s::uuid[], %s)",
+                        ([reds], Jsonb({"user_id": world.bob})))
         for forged in (
+            ("SELECT id FROM memory_documents", None),
+            ("SELECT id FROM memory_chunks", None),
+            ("SELECT document_id FROM rules", None),
+            ("UPDATE memory_documents SET content = 'x' WHERE id = %s", (alices,)),
             ("DELETE FROM memory_documents WHERE id = %s", (reds,)),
             ("UPDATE memory_documents SET user_id = %s WHERE id = %s", (world.bob, reds)),
             ("INSERT INTO memory_documents (content, content_hash, user_id) VALUES ('x', 'h1', %s)",
@@ -270,9 +282,8 @@ def test_sql_as_an_application_role_is_held_by_the_policies(world):
         assert bob.execute("UPDATE cems_meta SET value = '1' WHERE key = 'embedding_dim'").rowcount == 0
         # A chunk cannot be slipped into someone else's memory either.
         with pytest.raises(psycopg.Error):
-            bob.execute("INSERT INTO memory_chunks (document_id, chunk_index, content, embedding) "
-                        "SELECT document_id, 99, 'injected', embedding FROM memory_chunks "
-                        "WHERE document_id = %s", (reds,))
+            bob.execute("SELECT cems_insert_chunk(document_id, 99, 'injected', embedding, NULL) "
+                        "FROM cems_visible_chunks(%s::uuid[])", ([reds],))
         assert bob.execute("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = 'cems_app'"
                            ).fetchone()[0] is False
     row = world.admin.execute("SELECT content, archived, user_id FROM memory_documents WHERE id = %s",
@@ -366,22 +377,28 @@ def test_team_commands(world):
     assert "not a member of team" in world.refused(world.bob, "list", team=world.red)
     assert world.ok(world.bob, "list", "--scope", "shared", team=world.blue)["memories"] == []
     with world.connect(world.bob) as bob:
-        assert bob.execute("SELECT count(*) FROM memory_documents WHERE team_id = %s",
+        assert bob.execute("SELECT count(*) FROM cems_visible_documents() WHERE team_id = %s",
                            (world.red,)).fetchone()[0] == 0
 
 
 def test_indexes_stay_in_use_under_row_level_security(world):
     world.ok(world.alice, "remember", "the index check needs one row", team=world.red)
+    vector = "[" + ",".join(["0.05"] * 384) + "]"
     with world.connect(world.alice) as alice:
         assert alice.execute("SELECT row_security_active('memory_chunks')").fetchone()[0] is True
-        # A tiny table: ask whether the index *can* serve the plan (bench/rls_latency.py shows the planner
-        # choosing it on its own at 10k memories).
-        alice.execute("SET enable_seqscan = off; SET enable_sort = off")
-        alice.execute("SET hnsw.iterative_scan = relaxed_order")
-        vector = "[" + ",".join(["0.05"] * 384) + "]"
-        plan = "\n".join(r[0] for r in alice.execute(
+        # A member reads no table (sql/019_member_api.sql): the nearest chunks come from cems_vector_hits,
+        # which runs as the tables' owner.
+        hits = alice.execute("SELECT count(*) FROM cems_vector_hits(%s::vector, 10)", (vector,)).fetchone()[0]
+        assert hits >= 1
+    # Its query can be served by the HNSW index (a tiny table: ask whether it *can*; bench/rls_latency.py
+    # shows the planner choosing it on its own at 10k memories).
+    with world.admin.transaction():
+        world.admin.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
+        world.admin.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        plan = "\n".join(r[0] for r in world.admin.execute(
             f"EXPLAIN SELECT c.id FROM memory_chunks c ORDER BY c.embedding <=> '{vector}' LIMIT 10"))
-        assert "memory_chunks_embedding" in plan, plan
+    assert "memory_chunks_embedding" in plan, plan
+    with world.connect(world.alice) as alice:
         # Full text: ts_match_vq is not LEAKPROOF (sql/013_team_walls.sql): marked so, it ran on rows before
         # the policy hid them, and EXPLAIN told a member whether a hidden row matched
         # (tests/integration/test_team_attacks.py).
