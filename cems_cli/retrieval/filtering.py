@@ -10,7 +10,6 @@ from cems_cli.retrieval.types import Candidate
 from cems_cli.text.values import one_command_in_more_detail, same_values
 
 DEFAULT_DUPLICATE_COSINE = 0.92
-VARIANT_MIN_COSINE = 0.80  # see _one_fact
 
 
 def filter_by_threshold(
@@ -89,9 +88,5 @@ def semantic_dedup(
 def _one_fact(a: str, b: str, cosine: float, threshold: float) -> bool:
     """What one result line should say once: near duplicates that state the same values, or one command in
     more detail ("tests run with `pytest`" / "`python3 -m pytest`": two of three recall lines for one fact
-    on the sets written by others). The text check of the second is strict (every other value equal), and
-    stored vectors carry the memory's title, which puts such pairs at 0.90-0.95: it needs less of the
-    cosine. Both memories stay stored; only the weaker line is not shown."""
-    if cosine >= threshold and same_values(a, b):
-        return True
-    return cosine >= VARIANT_MIN_COSINE and one_command_in_more_detail(a, b)
+    on the sets written by others). Both memories stay stored; only the weaker line is not shown."""
+    return cosine >= threshold and (same_values(a, b) or one_command_in_more_detail(a, b))

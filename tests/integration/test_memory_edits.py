@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from psycopg.types.json import Jsonb
 
 from cems_cli.defaults import EDITS_KEPT
 from tests.integration.test_teams_rls import World, world  # noqa: F401  (the fixture)
@@ -80,6 +81,10 @@ def test_a_secret_written_past_cems_is_redacted_in_the_history(memory):
     assert secret not in edits[0].old_text and "REDACTED" in edits[0].old_text
 
 
+def _edit(conn: psycopg.Connection, memory_id: str, text: str) -> None:
+    conn.execute("SELECT cems_update_memories(%s::uuid[], %s)", ([memory_id], Jsonb({"content": text})))
+
+
 def test_a_member_reads_only_the_edits_of_memories_they_may_read(world: World):
     private = world.ok(world.alice, "remember", "alice's private note about the payroll export")["id"]
     shared = world.ok(world.alice, "remember", "red deploys on thursdays", "--scope", "shared",
@@ -87,10 +92,9 @@ def test_a_member_reads_only_the_edits_of_memories_they_may_read(world: World):
     blue = world.ok(world.bob, "remember", "blue deploys on fridays", "--scope", "shared",
                     team=world.blue)["id"]
     with world.connect(world.alice) as alice:
-        alice.execute("UPDATE memory_documents SET content = 'alice: payroll export moved' WHERE id = %s",
-                      (private,))
-        alice.execute("UPDATE memory_documents SET content = 'red deploys on wednesdays' WHERE id = %s",
-                      (shared,))
+        # A member edits through the update function only (no privilege on the table).
+        _edit(alice, private, "alice: payroll export moved")
+        _edit(alice, shared, "red deploys on wednesdays")
         own = alice.execute("SELECT actor, fields, old_text FROM cems_memory_edits(%s)",
                             (private,)).fetchall()
         assert own == [(world.alice, ["text"], "alice's private note about the payroll export")]
@@ -98,8 +102,7 @@ def test_a_member_reads_only_the_edits_of_memories_they_may_read(world: World):
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             alice.execute("SELECT * FROM memory_edits")
     with world.connect(world.bob) as bob:
-        bob.execute("UPDATE memory_documents SET content = 'blue deploys on saturdays' WHERE id = %s",
-                    (blue,))
+        _edit(bob, blue, "blue deploys on saturdays")
         assert bob.execute("SELECT * FROM cems_memory_edits(%s)", (private,)).fetchall() == []
         seen = bob.execute("SELECT actor, old_text FROM cems_memory_edits(%s)", (shared,)).fetchall()
         assert seen == [(world.alice, "red deploys on thursdays")]  # his team's shared memory

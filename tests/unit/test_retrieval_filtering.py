@@ -70,11 +70,11 @@ def test_one_command_in_more_detail_is_one_line():
     longer = cand("B", 0.7, [0.6, 0.8], content=line.format("python3 -m pytest -v"))
     assert ids(semantic_dedup([short, longer])) == ["A-c0"]
     assert short.explain["dedup"] == [{"document_id": "B", "cosine": pytest.approx(1.0)}]
-    # "./bin/test" is "bin/test"; the strict text check needs less of the cosine (0.85 here, not 0.92).
+    # "./bin/test" is "bin/test"; the cosine still has to be that of near duplicates.
     dotted = cand("D", 0.8, [1.0, 0.0], content=line.format("./bin/test"))
-    plain = cand("E", 0.7, [0.85, math.sqrt(1 - 0.85**2)], content=line.format("bin/test --verbose"))
+    plain = cand("E", 0.7, [0.93, math.sqrt(1 - 0.93**2)], content=line.format("bin/test --verbose"))
     assert ids(semantic_dedup([dotted, plain])) == ["D-c0"]
-    far = cand("F", 0.7, [0.75, math.sqrt(1 - 0.75**2)], content=line.format("bin/test --verbose"))
+    far = cand("F", 0.7, [0.85, math.sqrt(1 - 0.85**2)], content=line.format("bin/test --verbose"))
     assert ids(semantic_dedup([dotted, far])) == ["D-c0", "F-c0"]
     for other in ("pytest tests/integration", "tox"):
         pair = [cand("U", 0.8, [0.6, 0.8], content=line.format("pytest tests/unit")),
@@ -114,3 +114,25 @@ def test_a_candidate_needs_a_shared_word_or_a_close_enough_meaning():
     assert has_evidence(cand(0.0, MIN_SIMILARITY))
     assert not has_evidence(cand(0.0, MIN_SIMILARITY - 0.01))
     assert not has_evidence(cand(0.0, 0.25), min_similarity=0.3)
+
+
+def test_the_search_dedups_deeper_than_the_results_it_shows(monkeypatch):
+    """Dedup runs before the score adjustments, which can lift a candidate from far down the fused list:
+    a twin at fused rank 19 of a recall of 3 must still be compared with the one at rank 4."""
+    from types import SimpleNamespace
+
+    from cems_cli.retrieval import pipeline
+
+    line = "In project demo the tests run with `{}`."
+    ranking = [cand(f"n{i}", 0.9 - i * 0.01, [0.0, 1.0, float(i)], content=f"note number {i}")
+               for i in range(25)]
+    ranking[4] = cand("short", 0.85, [1.0, 0.0, 0.0], content=line.format("pytest"))
+    ranking[19] = cand("long", 0.7, [1.0, 0.0, 0.0], content=line.format("python3 -m pytest"))
+    monkeypatch.setattr(pipeline, "_attach_embeddings", lambda conn, head, restricted=False: None)
+    search = SimpleNamespace(
+        options=SimpleNamespace(relevance_threshold=0.0, min_similarity=0.0, limit=3),
+        ranking=ranking, deps=SimpleNamespace(conn=None),
+        filters=SimpleNamespace(identity=SimpleNamespace(restricted=False)))
+    pipeline._filter(search)
+    kept = [c.document_id for c in search.ranking]
+    assert "short" in kept and "long" not in kept and len(kept) == 24
