@@ -1,0 +1,61 @@
+-- What a member's own writes could still do to others on a team server (issue 27, third pass).
+--
+-- 1. Row ids are the database's. Members INSERT and UPDATE their own rows of observer_backlog and
+--    memory_summaries, and could name the id: an id that clashed told whether another user's row had it,
+--    and backlog ids come from a sequence every member may advance, so a member who inserted the next
+--    hundred ids (nextval, then id + 1 …) made every teammate's observer fail on a unique violation. The
+--    application never names these ids: the id column is left out of the grants.
+DO $$
+DECLARE
+    t       text;
+    columns text;
+BEGIN
+    FOREACH t IN ARRAY ARRAY['observer_backlog', 'memory_summaries']
+    LOOP
+        EXECUTE format('REVOKE INSERT, UPDATE ON %I.%I FROM cems_app', current_schema(), t);
+        SELECT string_agg(quote_ident(c.column_name), ', ' ORDER BY c.ordinal_position) INTO columns
+        FROM information_schema.columns c
+        WHERE c.table_schema = current_schema() AND c.table_name = t AND c.column_name <> 'id'
+          AND c.is_generated = 'NEVER' AND c.is_identity = 'NO';
+        EXECUTE format('GRANT INSERT (%s), UPDATE (%s) ON %I.%I TO cems_app', columns, columns, current_schema(), t);
+    END LOOP;
+END
+$$;
+-- The audit's numbering is written by SECURITY DEFINER code only; a member's nextval() counted every team's
+-- audited actions (009 granted USAGE on every sequence).
+DO $$
+BEGIN
+    EXECUTE format('REVOKE ALL ON SEQUENCE %s FROM cems_app',
+                   pg_get_serial_sequence(format('%I.cems_audit', current_schema()), 'id'));
+END
+$$;
+
+-- 2. A chunk says what its memory says. Recall shows a memory's chunks, the viewer, the audit and the edit
+--    history its text: a member who replaced the chunks of their shared memory (cems_delete_chunks, then
+--    cems_insert_chunk with other words) had teammates recalling text no audit row, edit or page showed.
+--    A chunk is a window of its memory's text (cems_cli/text/chunking.py), so its text must occur in the
+--    memory's, and it carries the memory's context. (Its vector cannot be checked here: a member can make
+--    their own memory rank high, as by writing it so.)
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.cems_insert_chunk(p_document uuid, p_index integer, p_content text,
+                                                        p_embedding vector, p_context text)
+RETURNS void LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+DECLARE
+    doc {{SCHEMA}}.memory_documents;
+BEGIN
+    IF NOT {{SCHEMA}}.cems_privileged() THEN
+        SELECT * INTO doc FROM {{SCHEMA}}.memory_documents d
+        WHERE d.id = p_document AND d.user_id = {{SCHEMA}}.cems_user();
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'memory % does not exist or is not yours', p_document
+                USING ERRCODE = 'foreign_key_violation';
+        END IF;
+        IF p_content IS NULL OR strpos(doc.content, p_content) = 0
+           OR p_context IS DISTINCT FROM doc.context THEN
+            RAISE EXCEPTION 'a chunk of memory % is a piece of its text, with its context', p_document
+                USING ERRCODE = 'check_violation';
+        END IF;
+    END IF;
+    INSERT INTO {{SCHEMA}}.memory_chunks (document_id, chunk_index, content, embedding, context)
+    VALUES (p_document, p_index, p_content, p_embedding, p_context);
+END
+$$;
