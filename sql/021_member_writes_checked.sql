@@ -59,3 +59,36 @@ BEGIN
     VALUES (p_document, p_index, p_content, p_embedding, p_context);
 END
 $$;
+
+-- 3. Maintenance locks that only their user can hold. `cems maintain` and the observer's daily run
+--    serialised a user's maintenance with pg_advisory_xact_lock(CEML, hashtext(user)); advisory locks are
+--    the whole database's, so any member who took that key (pg_advisory_lock, held by an idle session)
+--    stopped another user's expiry, merges and summaries for as long as they liked. The lock is now the
+--    user's row here, locked through the function below: a member locks their own row only, and holds no
+--    privilege on the table.
+CREATE TABLE {{SCHEMA}}.cems_maintenance_locks (user_id text PRIMARY KEY);
+ALTER TABLE {{SCHEMA}}.cems_maintenance_locks ENABLE ROW LEVEL SECURITY;
+REVOKE ALL ON {{SCHEMA}}.cems_maintenance_locks FROM PUBLIC, cems_app;
+
+-- Lock maintenance of `p_user` (a member: themselves, whatever they name) until the transaction ends;
+-- true when held, false when `p_wait` is false and another transaction holds it. Waiting obeys the
+-- session's lock_timeout. A user's first lock creates their row (a second first-ever caller waits for it).
+CREATE FUNCTION {{SCHEMA}}.cems_lock_maintenance(p_user text, p_wait boolean) RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+DECLARE
+    owner text := {{SCHEMA}}.cems_owner_for(p_user);
+BEGIN
+    IF owner IS NULL THEN
+        RAISE EXCEPTION 'whose maintenance?' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    INSERT INTO {{SCHEMA}}.cems_maintenance_locks (user_id) VALUES (owner) ON CONFLICT DO NOTHING;
+    IF coalesce(p_wait, true) THEN
+        PERFORM 1 FROM {{SCHEMA}}.cems_maintenance_locks l WHERE l.user_id = owner FOR UPDATE;
+        RETURN true;
+    END IF;
+    PERFORM 1 FROM {{SCHEMA}}.cems_maintenance_locks l WHERE l.user_id = owner FOR UPDATE SKIP LOCKED;
+    RETURN FOUND;
+END
+$$;
+REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_lock_maintenance(text, boolean) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION {{SCHEMA}}.cems_lock_maintenance(text, boolean) TO cems_app;

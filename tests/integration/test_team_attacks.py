@@ -683,3 +683,21 @@ def test_a_shared_memory_recalls_only_its_own_text(world):
     assert texts == [f"red's {word} deploy checklist"]
     recalled = world.ok(world.alice, "search", word, team=world.red)
     assert planted not in json.dumps(recalled)
+
+
+def test_a_member_cannot_hold_another_users_maintenance(world):
+    world.ok(world.alice, "remember", "alice's note that maintenance keeps")
+    ceml = 0x43454D4C  # the advisory key maintenance took, with the user's hashtext
+    with world.connect(world.bob) as bob:
+        bob.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (ceml, world.alice))  # held while idle
+        with bob.transaction():  # bob's lock through the function is bob's own, whoever he names
+            assert bob.execute("SELECT cems_lock_maintenance(%s, false)", (world.alice,)).fetchone()[0]
+            started = time.monotonic()
+            world.ok(world.alice, "maintain", team=world.red)
+            assert time.monotonic() - started < 4  # not a wait for a lock_timeout
+        bob.execute("SELECT pg_advisory_unlock_all()")
+    # Held by one transaction, refused to a second.
+    with world.connect(world.alice) as alice, alice.transaction():
+        assert alice.execute("SELECT cems_lock_maintenance(NULL, false)").fetchone()[0]
+        with world.connect(world.alice) as again, again.transaction():
+            assert again.execute("SELECT cems_lock_maintenance(NULL, false)").fetchone()[0] is False
