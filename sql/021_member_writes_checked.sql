@@ -92,3 +92,36 @@ END
 $$;
 REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_lock_maintenance(text, boolean) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION {{SCHEMA}}.cems_lock_maintenance(text, boolean) TO cems_app;
+
+-- 4. A settings change bumps its writer's own counter. Every change bumped the one row of
+--    stored_settings_version, so a member who changed a setting of theirs in a transaction left open (and
+--    a member sets their own idle_in_transaction_session_timeout) held that row: every other user's `cems
+--    config set` waited for lock_timeout and failed, for as long as the member liked. One row per writer
+--    now, and the counter a reader compares is their sum (it moves whenever any row does; a few rows, one
+--    per user who ever stored a setting), read through cems_settings_version(): the rows name every user
+--    who ever stored a setting, which is not every member's to list.
+CREATE TABLE {{SCHEMA}}.stored_settings_changes (
+    writer  text PRIMARY KEY,
+    version bigint NOT NULL
+);
+INSERT INTO {{SCHEMA}}.stored_settings_changes (writer, version)
+SELECT '', v.version FROM {{SCHEMA}}.stored_settings_version v WHERE v.id = 1;
+DROP TABLE {{SCHEMA}}.stored_settings_version;
+ALTER TABLE {{SCHEMA}}.stored_settings_changes ENABLE ROW LEVEL SECURITY;
+REVOKE ALL ON {{SCHEMA}}.stored_settings_changes FROM PUBLIC, cems_app;
+
+CREATE FUNCTION {{SCHEMA}}.cems_settings_version() RETURNS bigint
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+    SELECT coalesce(sum(c.version), 0)::bigint FROM {{SCHEMA}}.stored_settings_changes c
+$$;
+REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_settings_version() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION {{SCHEMA}}.cems_settings_version() TO cems_app;
+
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.stored_settings_changed() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+BEGIN
+    INSERT INTO {{SCHEMA}}.stored_settings_changes AS c (writer, version) VALUES ({{SCHEMA}}.cems_user(), 1)
+    ON CONFLICT (writer) DO UPDATE SET version = c.version + 1;
+    RETURN NULL;
+END
+$$;

@@ -701,3 +701,20 @@ def test_a_member_cannot_hold_another_users_maintenance(world):
         assert alice.execute("SELECT cems_lock_maintenance(NULL, false)").fetchone()[0]
         with world.connect(world.alice) as again, again.transaction():
             assert again.execute("SELECT cems_lock_maintenance(NULL, false)").fetchone()[0] is False
+
+
+def test_a_members_open_settings_change_holds_back_no_one_elses(world):
+    put = ("INSERT INTO stored_settings (owner_kind, owner, key, value, updated_by) "
+           "VALUES ('user', %s, 'search_limit', '7', %s) ON CONFLICT (owner_kind, owner, key) "
+           "DO UPDATE SET value = excluded.value")
+    with world.connect(world.bob) as bob, bob.transaction():
+        bob.execute("SET LOCAL idle_in_transaction_session_timeout = 0")  # his own to set
+        bob.execute(put, (world.bob, world.bob))
+        with world.connect(world.alice) as alice:
+            alice.execute("SET lock_timeout = '2s'")
+            alice.execute(put, (world.alice, world.alice))  # waited for bob's commit: lock_timeout
+            # Who stored settings, and how often, is no member's to list.
+            with pytest.raises(psycopg.errors.InsufficientPrivilege), alice.transaction():
+                alice.execute("SELECT * FROM stored_settings_changes")
+    assert world.admin.execute("SELECT value FROM stored_settings WHERE owner_kind = 'user' AND owner = %s "
+                               "AND key = 'search_limit'", (world.alice,)).fetchone()[0] == 7
