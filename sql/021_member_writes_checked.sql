@@ -125,3 +125,20 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+-- 5. Members read their summaries through a function. A member who may SELECT a table under row-level
+--    security reads the text of other users' rows through EXPLAIN ANALYZE: a LEAKPROOF test of theirs
+--    (starts_with, text comparisons) runs before the policy's, and the policy's InitPlan shows "never
+--    executed" when no hidden row passed it. A summary quotes its owner's personal memories, so character
+--    by character the member read them. Members keep INSERT (their own rows, the id the database's) and
+--    delete through 017's functions; every read is cems_my_summaries(), whose plan they never see.
+CREATE FUNCTION {{SCHEMA}}.cems_my_summaries() RETURNS SETOF {{SCHEMA}}.memory_summaries
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp ROWS 100 AS $$
+BEGIN
+    RETURN QUERY
+    SELECT s.* FROM {{SCHEMA}}.memory_summaries s WHERE s.user_id = {{SCHEMA}}.cems_user();
+END
+$$;
+REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_my_summaries() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION {{SCHEMA}}.cems_my_summaries() TO cems_app;
+REVOKE SELECT, UPDATE ON {{SCHEMA}}.memory_summaries FROM cems_app;

@@ -718,3 +718,26 @@ def test_a_members_open_settings_change_holds_back_no_one_elses(world):
                 alice.execute("SELECT * FROM stored_settings_changes")
     assert world.admin.execute("SELECT value FROM stored_settings WHERE owner_kind = 'user' AND owner = %s "
                                "AND key = 'search_limit'", (world.alice,)).fetchone()[0] == 7
+
+
+def test_explain_spells_out_no_summary_of_another_user(world):
+    """A LEAKPROOF test of the member's (starts_with) ran before the policy's, whose InitPlan then showed
+    "never executed" unless a hidden row passed it: bob read alice's summary, which quotes her personal
+    memories, one character at a time."""
+    world.ok(world.alice, "remember", "alice's personal note: the staging db password rotates on fridays")
+    world.ok(world.alice, "remember", "alice's personal note: staging db passwords rotate every friday")
+    assert world.ok(world.alice, "summaries", "--rebuild")["rebuilt"]["written"] >= 1
+    content = world.admin.execute("SELECT content FROM memory_summaries WHERE user_id = %s LIMIT 1",
+                                  (world.alice,)).fetchone()[0]
+    probe = "SELECT 1 FROM memory_summaries WHERE starts_with(content, {})"
+    with world.connect(world.bob) as bob:
+        bob.execute("SET enable_indexscan = off")  # a scan of every user's rows: the member's to choose
+        bob.execute("SET enable_bitmapscan = off")
+        try:
+            right = _counts(bob, probe, content[:12])
+            wrong = _counts(bob, probe, "zq" + content[2:12])
+        except psycopg.errors.InsufficientPrivilege:
+            right = wrong = "no read of the table"
+        assert right == wrong, (right, wrong)
+        # His own summaries he still reads, through the function.
+        assert bob.execute("SELECT count(*) FROM cems_my_summaries()").fetchone()[0] == 0
