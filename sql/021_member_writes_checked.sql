@@ -142,3 +142,77 @@ $$;
 REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_my_summaries() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION {{SCHEMA}}.cems_my_summaries() TO cems_app;
 REVOKE SELECT, UPDATE ON {{SCHEMA}}.memory_summaries FROM cems_app;
+
+-- 6. The same for the tables members only read: teams, their members, quotas and the audit trail. Their
+--    policies hid other teams' rows, yet the trick above read them: the names of other teams and of their
+--    members, every user's quota (which cems_quota_of keeps to its user and their admins, 017), and other
+--    teams' audit entries (who acted on what, when). Each is read through a function with the policy's
+--    test written out (a privileged session, the embedded store, reads every row), and members hold no
+--    privilege on the tables.
+CREATE FUNCTION {{SCHEMA}}.cems_visible_teams() RETURNS SETOF {{SCHEMA}}.cems_teams
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp ROWS 10 AS $$
+DECLARE
+    everything boolean := {{SCHEMA}}.cems_privileged() OR {{SCHEMA}}.cems_is_admin();
+    teams      text[] := {{SCHEMA}}.cems_my_teams();
+BEGIN
+    RETURN QUERY SELECT t.* FROM {{SCHEMA}}.cems_teams t WHERE everything OR t.name = ANY (teams);
+END
+$$;
+
+CREATE FUNCTION {{SCHEMA}}.cems_visible_team_members() RETURNS SETOF {{SCHEMA}}.cems_team_members
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp ROWS 50 AS $$
+DECLARE
+    everything boolean := {{SCHEMA}}.cems_privileged() OR {{SCHEMA}}.cems_is_admin();
+    teams      text[] := {{SCHEMA}}.cems_my_teams();
+BEGIN
+    RETURN QUERY SELECT m.* FROM {{SCHEMA}}.cems_team_members m WHERE everything OR m.team_id = ANY (teams);
+END
+$$;
+
+CREATE FUNCTION {{SCHEMA}}.cems_visible_quotas() RETURNS SETOF {{SCHEMA}}.cems_quotas
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp ROWS 10 AS $$
+DECLARE
+    everything boolean := {{SCHEMA}}.cems_privileged() OR {{SCHEMA}}.cems_is_admin();
+    me         text := {{SCHEMA}}.cems_user();
+BEGIN
+    RETURN QUERY SELECT q.* FROM {{SCHEMA}}.cems_quotas q WHERE everything OR q.user_id IN (me, '*');
+END
+$$;
+
+-- The newest `p_limit` audit entries the caller may read (their own actions, their teams', everything for
+-- an administrator), narrowed to a team, a time and a memory when given: the filters are applied here, so
+-- the trail is never read whole for a page of it.
+CREATE FUNCTION {{SCHEMA}}.cems_visible_audit(p_team text, p_since timestamptz, p_memory uuid, p_limit integer)
+RETURNS SETOF {{SCHEMA}}.cems_audit
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp ROWS 200 AS $$
+DECLARE
+    everything boolean := {{SCHEMA}}.cems_privileged() OR {{SCHEMA}}.cems_is_admin();
+    me         text := {{SCHEMA}}.cems_user();
+    teams      text[] := {{SCHEMA}}.cems_my_teams();
+BEGIN
+    IF p_limit IS NULL OR p_limit < 1 OR p_limit > 100000 THEN  -- `cems audit --limit`'s range
+        RAISE EXCEPTION 'a limit is 1 to 100000 entries' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    SELECT a.* FROM {{SCHEMA}}.cems_audit a
+    WHERE (everything OR a.actor = me OR a.team_id = ANY (teams))
+      AND (p_team IS NULL OR a.team_id = p_team) AND (p_since IS NULL OR a.at >= p_since)
+      AND (p_memory IS NULL OR a.memory_id = p_memory)
+    ORDER BY a.at DESC, a.id DESC LIMIT p_limit;
+END
+$$;
+
+DO $$
+DECLARE
+    fn text;
+BEGIN
+    FOREACH fn IN ARRAY ARRAY['cems_visible_teams()', 'cems_visible_team_members()', 'cems_visible_quotas()',
+                              'cems_visible_audit(text, timestamptz, uuid, integer)']
+    LOOP
+        EXECUTE format('REVOKE ALL ON FUNCTION %I.%s FROM PUBLIC', current_schema(), fn);
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %I.%s TO cems_app', current_schema(), fn);
+    END LOOP;
+END
+$$;
+REVOKE ALL ON {{SCHEMA}}.cems_teams, {{SCHEMA}}.cems_team_members, {{SCHEMA}}.cems_quotas, {{SCHEMA}}.cems_audit
+    FROM cems_app;

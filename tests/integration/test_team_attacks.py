@@ -741,3 +741,31 @@ def test_explain_spells_out_no_summary_of_another_user(world):
         assert right == wrong, (right, wrong)
         # His own summaries he still reads, through the function.
         assert bob.execute("SELECT count(*) FROM cems_my_summaries()").fetchone()[0] == 0
+
+
+def test_explain_spells_out_nothing_of_other_teams(world):
+    """The same trick on the tables members only read: blue (bob's team, not alice's), its members, bob's
+    quota and blue's audit entries were hidden by the policies, yet EXPLAIN spelled them out to alice."""
+    world.ok(None, "admin", "quota", world.bob, "--memories", "900")
+    world.ok(world.bob, "remember", "blue's shared note for the audit", "--scope", "shared", team=world.blue)
+    probes = {"SELECT 1 FROM cems_teams WHERE starts_with(name, {})": world.blue,
+              "SELECT 1 FROM cems_team_members WHERE starts_with(team_id, {})": world.blue,
+              "SELECT 1 FROM cems_quotas WHERE starts_with(user_id, {})": world.bob,
+              "SELECT 1 FROM cems_audit WHERE starts_with(team_id, {})": world.blue}
+    with world.connect(world.alice) as alice:
+        alice.execute("SET enable_indexscan = off")
+        alice.execute("SET enable_bitmapscan = off")
+        for probe, hidden in probes.items():
+            try:
+                right, wrong = _counts(alice, probe, hidden), _counts(alice, probe, "zq" + hidden)
+            except psycopg.errors.InsufficientPrivilege:
+                continue  # no read of the table: nothing to observe
+            assert right == wrong, (probe, right, wrong)
+        # What the policies let her read, she reads through the functions.
+        assert {r[0] for r in alice.execute("SELECT name FROM cems_visible_teams()")} == {world.red}
+        assert {r[0] for r in alice.execute("SELECT DISTINCT team_id FROM cems_visible_team_members()")} \
+            == {world.red}
+        assert world.bob not in {r[0] for r in alice.execute("SELECT user_id FROM cems_visible_quotas()")}
+        assert world.blue not in {r[0] for r in alice.execute(
+            "SELECT team_id FROM cems_visible_audit(NULL, NULL, NULL, 1000)")}
+    assert world.blue in {e["team"] for e in world.ok(world.bob, "audit", team=world.blue)["entries"]}
