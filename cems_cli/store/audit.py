@@ -53,19 +53,12 @@ def record_search(conn: psycopg.Connection, action: str, team: str | None, query
 def entries(conn: psycopg.Connection, *, team: str | None = None, since: datetime | None = None,
             limit: int = 200) -> list[AuditEntry]:
     """Newest first: what the caller may read (their own actions, their teams', everything for an admin)."""
-    where: list[str] = []
-    params: dict[str, object] = {"limit": limit}
-    if team is not None:
-        where.append("team_id = %(team)s")
-        params["team"] = team
-    if since is not None:
-        where.append("at >= %(since)s")
-        params["since"] = since
-    clause = f"WHERE {' AND '.join(where)} " if where else ""
+    # Through the function (sql/021), which applies the visibility and these filters: a member who could
+    # SELECT the table read other teams' entries.
     rows = conn.execute(
         "SELECT id, at, actor, db_role, action, team_id, memory_id, author, category, query_hash, detail "
-        f"FROM cems_audit {clause}ORDER BY at DESC, id DESC LIMIT %(limit)s",
-        params,
+        "FROM cems_visible_audit(%s, %s, NULL, %s)",
+        (team, since, limit),
     ).fetchall()
     return [AuditEntry(int(r[0]), r[1], r[2], r[3], r[4], r[5], str(r[6]) if r[6] else None, r[7], r[8], r[9],
                        r[10] or {}) for r in rows]

@@ -120,8 +120,7 @@ def history(conn: psycopg.Connection, identity: Identity, memory_id: str) -> His
     audit = [
         {"at": at, "actor": actor, "action": action, "team": team}
         for at, actor, action, team in conn.execute(
-            "SELECT at, actor, action, team_id FROM cems_audit WHERE memory_id = %s "
-            "ORDER BY at DESC LIMIT 50",
+            "SELECT at, actor, action, team_id FROM cems_visible_audit(NULL, NULL, %s, 50)",
             (memory_id,),
         ).fetchall()
     ]

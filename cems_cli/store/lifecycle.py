@@ -17,9 +17,6 @@ from psycopg.types.json import Jsonb
 from cems_cli.models import project_of
 from cems_cli.store.memories import is_restricted, lock_memories, update_memories
 
-# Two-key advisory locks live apart from the one-key lock of migrations; the second key is the user's hash.
-LIFECYCLE_LOCK = 0x43454D4C  # "CEML"
-
 # Captured `context` memories: written by the capture triggers, not by a person (cems_cli/capture/).
 CONTEXT_SOURCES = ("session", "observer")
 
@@ -109,13 +106,11 @@ def _plain(value: Any) -> Any:
 
 def take_lock(conn: psycopg.Connection, user: str, *, wait: bool) -> bool:
     """Serialise maintenance of one user until the current transaction ends: a second `cems maintain` (or the
-    observer's) waits, then finds the merges already done. With `wait` false, False when it is held."""
-    if wait:
-        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LIFECYCLE_LOCK, user))
-        return True
-    row = conn.execute(
-        "SELECT pg_try_advisory_xact_lock(%s, hashtext(%s))", (LIFECYCLE_LOCK, user)
-    ).fetchone()
+    observer's) waits, then finds the merges already done. With `wait` false, False when it is held.
+
+    A row lock through cems_lock_maintenance (sql/021), not an advisory lock: any role of a team server may
+    take any advisory key, and held another user's key to stop their maintenance."""
+    row = conn.execute("SELECT cems_lock_maintenance(%s, %s)", (user, wait)).fetchone()
     return bool(row and row[0])
 
 

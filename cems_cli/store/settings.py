@@ -9,7 +9,9 @@ from psycopg.types.json import Jsonb
 
 
 def version(conn: psycopg.Connection) -> int:
-    row = conn.execute("SELECT version FROM stored_settings_version WHERE id = 1").fetchone()
+    """A number that moves whenever a stored setting changes: the sum of every writer's change counter
+    (sql/021: one counter per writer, so no writer's open transaction holds back another's change)."""
+    row = conn.execute("SELECT cems_settings_version()").fetchone()
     return int(row[0]) if row else 0
 
 

@@ -101,6 +101,13 @@ def project_members(conn: psycopg.Connection, user: str) -> dict[str, tuple[list
     return result
 
 
+def _summaries(conn: psycopg.Connection) -> str:
+    """What a read of summaries selects from: the table, or for a member of a team server their own rows
+    through cems_my_summaries() (sql/021: a member who could SELECT the table read others' text through
+    EXPLAIN). Named as the table, so a query's own WHERE stays as it is."""
+    return "cems_my_summaries() memory_summaries" if is_restricted(conn) else "memory_summaries"
+
+
 _COLUMNS = ("id, project, level, title, content, members, member_key, period_start, period_end, method, "
             "built_at")
 
@@ -116,7 +123,7 @@ def list_summaries(conn: psycopg.Connection, user: str, project: str | None = No
         where += " AND project = %s"
         params.append(project)
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM memory_summaries WHERE {where} "
+        f"SELECT {_COLUMNS} FROM {_summaries(conn)} WHERE {where} "
         "ORDER BY project, level DESC, period_end DESC",
         params,
     ).fetchall()
@@ -134,7 +141,7 @@ def replace_project(
     without a vector (None): its row is already there."""
     wanted = {(s.level, s.member_key): (s, v) for s, v in summaries}
     existing = conn.execute(
-        "SELECT id, level, member_key FROM memory_summaries WHERE user_id = %s AND project = %s",
+        f"SELECT id, level, member_key FROM {_summaries(conn)} WHERE user_id = %s AND project = %s",
         (user, project),
     ).fetchall()
     keep = {(level, key) for _id, level, key in existing if (level, key) in wanted}
@@ -169,7 +176,7 @@ def kept_keys(
     """(level, member_key) → (title, content, method) of the project's current summaries: an unchanged group
     keeps its text (an LLM's summary is not asked for again)."""
     rows = conn.execute(
-        "SELECT level, member_key, title, content, method FROM memory_summaries "
+        f"SELECT level, member_key, title, content, method FROM {_summaries(conn)} "
         "WHERE user_id = %s AND project = %s",
         (user, project),
     ).fetchall()
@@ -211,7 +218,7 @@ def search_summaries(
         # ts_rank gives 1e-20, not 0, to a text without the words.
         "CASE WHEN search_vector @@ plainto_tsquery('english', %(text)s) "
         "THEN ts_rank(search_vector, plainto_tsquery('english', %(text)s)) ELSE 0 END AS lexical "
-        f"FROM memory_summaries WHERE {' AND '.join(where)} "
+        f"FROM {_summaries(conn)} WHERE {' AND '.join(where)} "
         "ORDER BY 1 - (embedding <=> %(q)s) + 0.5 * ts_rank(search_vector, plainto_tsquery('english', "
         "%(text)s)) DESC, level DESC LIMIT %(limit)s",
         params,

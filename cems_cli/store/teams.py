@@ -91,9 +91,10 @@ def list_teams(conn: psycopg.Connection) -> list[TeamRow]:
     """The teams the caller can see: their own, or every team for an administrator."""
     rows = conn.execute(
         "SELECT t.name, t.created_by, t.created_at, "
-        "  (SELECT count(*) FROM cems_team_members m WHERE m.team_id = t.name), "
+        "  (SELECT count(*) FROM cems_visible_team_members() m WHERE m.team_id = t.name), "
         "  t.name = ANY (cems_admin_teams()) "
-        "FROM cems_teams t ORDER BY t.name"
+        # Through functions (sql/021): a member who could SELECT the tables read other teams' rows.
+        "FROM cems_visible_teams() t ORDER BY t.name"
     ).fetchall()
     return [TeamRow(r[0], r[1], r[2], int(r[3]), bool(r[4])) for r in rows]
 
@@ -104,7 +105,7 @@ def get_team(conn: psycopg.Connection, name: str) -> TeamRow | None:
 
 def members(conn: psycopg.Connection, team: str) -> list[Member]:
     rows = conn.execute(
-        "SELECT user_id, is_admin, added_by, added_at FROM cems_team_members WHERE team_id = %s "
+        "SELECT user_id, is_admin, added_by, added_at FROM cems_visible_team_members() WHERE team_id = %s "
         "ORDER BY NOT is_admin, user_id",
         (team,),
     ).fetchall()
@@ -161,6 +162,7 @@ def set_quota(conn: psycopg.Connection, user: str, max_memories: int | None,
 
 def quotas(conn: psycopg.Connection) -> list[dict[str, Any]]:
     rows = conn.execute(
-        "SELECT user_id, max_memories, searches_per_minute FROM cems_quotas ORDER BY user_id <> '*', user_id"
+        "SELECT user_id, max_memories, searches_per_minute FROM cems_visible_quotas() "
+        "ORDER BY user_id <> '*', user_id"
     ).fetchall()
     return [{"user": r[0], "max_memories": r[1], "searches_per_minute": r[2]} for r in rows]

@@ -500,7 +500,7 @@ def test_summaries_are_their_owners_alone_and_go_with_a_teammates_forgotten_memo
     # Alice reads the shared memory, not bob's summary of it, and cannot write one in his name.
     assert world.ok(world.alice, "summaries", team=world.red)["summaries"] == []
     with world.connect(world.alice) as alice:
-        assert alice.execute("SELECT count(*) FROM memory_summaries").fetchone()[0] == 0
+        assert alice.execute("SELECT count(*) FROM cems_my_summaries()").fetchone()[0] == 0
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             alice.execute(
                 "INSERT INTO memory_summaries (user_id, level, title, content, members, member_key, "
