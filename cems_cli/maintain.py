@@ -17,7 +17,7 @@ Pinned memories are never archived, merged away, changed or deleted by any step.
   their memories changed (cems_cli/summaries.py; CEMS_SUMMARIES=false leaves them out).
 - Scrubbing, after the user purged memories (`cems forget --purge`) or pruning deleted some: a DELETE leaves
   the text in the database files; the tables are rewritten, the WAL that recorded it retired and the query
-  cache emptied (store/lifecycle.scrub, where what remains is listed).
+  cache emptied (store/scrub.scrub, where what remains is listed).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import psycopg
 
 from cems_cli.models import CAPTURED_SOURCES
 from cems_cli.store import lifecycle
+from cems_cli.store import scrub as scrub_store
 from cems_cli.store.lifecycle import Candidate
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ class MaintenanceReport:
     consolidated: list[MergeGroup] = field(default_factory=list)
     expired: int = 0
     pruned: int = 0
-    scrub: lifecycle.ScrubReport | None = None  # only when deleted text was waiting to be scrubbed
+    scrub: scrub_store.ScrubReport | None = None  # only when deleted text was waiting to be scrubbed
     summaries: SummaryReport | None = None  # None when summaries are off
     indexes: list[str] = field(default_factory=list)  # search indexes an interrupted import left to build
 
@@ -239,7 +240,7 @@ def run_maintenance(
         if progress:
             progress("summarize")
         report.summaries = summarize(conn, settings, dry_run=dry_run, wait=wait)
-    if not dry_run and lifecycle.scrub_pending(conn, user):
+    if not dry_run and scrub_store.scrub_pending(conn, user):
         report.scrub = scrub(conn, settings)
     if not dry_run:
         if any(category == "rules" for _id, category in expired):
@@ -291,11 +292,11 @@ def summarize(conn: psycopg.Connection, settings: Settings, *, dry_run: bool, wa
     raise AssertionError("unreachable")
 
 
-def scrub(conn: psycopg.Connection, settings: Settings) -> lifecycle.ScrubReport:
+def scrub(conn: psycopg.Connection, settings: Settings) -> scrub_store.ScrubReport:
     """Erase deleted memories' text from the database files and empty the query cache."""
     from cems_cli.embedding.cache import clear_query_cache
 
-    report = lifecycle.scrub(conn, embedded=settings.database_url is None)
+    report = scrub_store.scrub(conn, embedded=settings.database_url is None)
     if report.tables and not clear_query_cache(settings.home / "cache" / "queries.db"):
         report.note = "; ".join(filter(None, [report.note, "the query cache could not be emptied"]))
     log.info("maintenance: scrubbed deleted text (%s)", report.to_json())

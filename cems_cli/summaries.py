@@ -242,7 +242,7 @@ def _lock_live(conn: psycopg.Connection, members: set[str]) -> set[str]:
     commit, and its trigger then deletes the new summary."""
     if not members:
         return set()
-    from cems_cli.store.memories import is_restricted, lock_memories
+    from cems_cli.store.member_access import is_restricted, lock_memories
 
     if is_restricted(conn):  # a member locks through the function and reads what was committed last
         lock_memories(conn, sorted(members), share=True)

@@ -13,7 +13,8 @@ from typing import Any
 import psycopg
 
 from cems_cli.defaults import EDITS_KEPT
-from cems_cli.store.memories import Identity, documents_from, live_clause, project_clause, visibility_clause
+from cems_cli.store.member_access import documents_from
+from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
 STATES = ("live", "archived", "all")

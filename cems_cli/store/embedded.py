@@ -177,7 +177,7 @@ def _start_locked(pgdata: Path, running: PostmasterState | None) -> None:
     _clear_stale_lock_files(cluster, socket_dir)
     log = cluster / "log"
     # wal_recycle=off: a WAL segment no longer needed is deleted, not renamed for reuse with its old
-    # contents (the text of purged memories among them) intact until overwritten; see store/lifecycle.scrub.
+    # contents (the text of purged memories among them) intact until overwritten; see store/scrub.scrub.
     options = (f"-h '' -k {shlex.quote(str(socket_dir))} -c unix_socket_permissions=0700 -c wal_recycle=off "
                f"-c shared_buffers={shared_buffers_mb()}MB")
     result = _run(

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import psycopg
+from psycopg.types.json import Jsonb
 
+from cems_cli.store.member_access import documents_from, update_memories
 from cems_cli.store.records import MemoryRecord, NewMemory, document_columns
 
 
@@ -34,66 +35,6 @@ def visibility_clause(
     )
     parts = {"personal": [personal], "shared": [shared], "both": [personal, shared]}[scope]
     return "(" + " OR ".join(parts) + ")", {"vis_user": identity.user, "vis_team": identity.team}
-
-
-# Whether row-level security applies to a connection (a member of a team server), per connection: the
-# answer never changes for its session, and store functions that are given a user, not an Identity, ask it.
-_RESTRICTED: weakref.WeakKeyDictionary[psycopg.Connection, bool] = weakref.WeakKeyDictionary()
-
-
-def is_restricted(conn: psycopg.Connection) -> bool:
-    known = _RESTRICTED.get(conn)
-    if known is None:
-        row = conn.execute("SELECT row_security_active('memory_documents')").fetchone()
-        known = _RESTRICTED[conn] = bool(row and row[0])
-    return known
-
-
-def lock_memories(conn: psycopg.Connection, ids: Sequence[str], *, share: bool = False) -> set[str]:
-    """A member's row locks (FOR NO KEY UPDATE, or FOR SHARE) on those of `ids` they may change, until the
-    transaction ends (sql/019_member_api.sql cems_lock_memories). Returns the ids locked."""
-    if not ids:
-        return set()
-    rows = conn.execute("SELECT cems_lock_memories(%s::uuid[], %s)", (sorted(set(ids)), share)).fetchall()
-    return {str(r[0]) for r in rows}
-
-
-def documents_from(identity: Identity, ids: str | None = None, *, tags: str | None = None) -> str:
-    """The FROM item for memory documents (its alias is the caller's). A member of a team server holds no
-    privilege on the table and reads the memories it may see through cems_visible_documents
-    (sql/019_member_api.sql): a query of the table, even under row-level security, showed them which hidden
-    ids exist. `ids`, SQL for a uuid[], narrows the function to those memories (by primary key); `tags`,
-    SQL for a text[], to the unarchived ones carrying any of those tags."""
-    if not identity.restricted:
-        return "memory_documents"
-    return f"cems_visible_documents({ids or 'NULL'}, {tags or 'NULL'})"
-
-
-def chunks_from(identity: Identity, documents: str | None = None) -> str:
-    """The FROM item for chunks, as documents_from; `documents` (SQL for a uuid[]) narrows to their chunks."""
-    if not identity.restricted:
-        return "memory_chunks"
-    return f"cems_visible_chunks({documents})" if documents else "cems_visible_chunks()"
-
-
-def rules_from(identity: Identity) -> str:
-    return "cems_visible_rules()" if identity.restricted else "rules"
-
-
-def _jsonb(value: dict[str, Any]) -> Any:
-    from psycopg.types.json import Jsonb
-
-    return Jsonb(value)
-
-
-def update_memories(conn: psycopg.Connection, ids: Sequence[str], changes: dict[str, Any]) -> list[str]:
-    """A member's UPDATE: set these columns on those of `ids` they may change (sql/019_member_api.sql
-    cems_update_memories; 'now' is the transaction's time). Returns the ids changed."""
-    if not ids:
-        return []
-    rows = conn.execute("SELECT id FROM cems_update_memories(%s::uuid[], %s)",
-                        (list(ids), _jsonb(changes))).fetchall()
-    return [str(r[0]) for r in rows]
 
 
 def live_clause(alias: str = "d") -> str:
@@ -496,7 +437,7 @@ def forget_memories(
         # A purge leaves no copy of the text: also the archived memories that consolidation merged into
         # these (near duplicates that state the same values), and the capture record a session's context
         # memory was rendered from. Its bytes stay in the database files until `cems maintain` scrubs them
-        # (store/lifecycle.scrub), which the mark below asks for.
+        # (store/scrub.scrub), which the mark below asks for.
         # Deleted through cems_delete_memories (sql/016_no_table_locks.sql): on a team server a member holds
         # no table-wide DELETE, which would let them lock the table against every teammate's search.
         cursor = conn.execute(
@@ -513,7 +454,7 @@ def forget_memories(
             conn.execute(  # through the function: members hold no DELETE (sql/017_member_functions.sql)
                 "SELECT cems_delete_capture_sessions(%s, %s::uuid[])", (identity.user, list(done)),
             )
-            from cems_cli.store.lifecycle import mark_scrub_pending
+            from cems_cli.store.scrub import mark_scrub_pending
 
             mark_scrub_pending(conn, identity.user)
         return done
@@ -525,7 +466,7 @@ def forget_memories(
         ).fetchall()
         rows = conn.execute(
             "SELECT id, category FROM cems_update_memories(%s::uuid[], %s)",
-            ([str(r[0]) for r in live], _jsonb({"archived": True, "updated_at": "now"})),
+            ([str(r[0]) for r in live], Jsonb({"archived": True, "updated_at": "now"})),
         ).fetchall()
         return {str(r[0]): r[1] for r in rows}
     cursor = conn.execute(

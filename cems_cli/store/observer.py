@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
-from cems_cli.store.memories import is_restricted
+from cems_cli.store.member_access import is_restricted
 
 _FILE_COLUMNS = (
     "path, device, inode, read_offset, size_seen, mtime, fingerprint, fingerprint_len, pending, "

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import psycopg
 
-from cems_cli.store.memories import Identity, documents_from, live_clause, project_clause, visibility_clause
+from cems_cli.store.member_access import documents_from
+from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
 PER_SECTION = 12

@@ -7,7 +7,8 @@ from datetime import datetime
 
 import psycopg
 
-from cems_cli.store.memories import Identity, documents_from, live_clause, rules_from, visibility_clause
+from cems_cli.store.member_access import documents_from, rules_from
+from cems_cli.store.memories import Identity, live_clause, visibility_clause
 
 
 @dataclass(frozen=True)

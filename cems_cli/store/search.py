@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from cems_cli.store.memories import Identity, documents_from, live_clause, project_clause, visibility_clause
+from cems_cli.store.member_access import documents_from
+from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
 # The HNSW beam, by store size. Recall@10 of the product's vector query against exact search, for real

@@ -12,7 +12,8 @@ import psycopg
 from cems_cli import defaults
 from cems_cli.retrieval.raptor import Member, Summary
 from cems_cli.store.lifecycle import PROJECT_SQL
-from cems_cli.store.memories import is_restricted, live_clause
+from cems_cli.store.member_access import is_restricted
+from cems_cli.store.memories import live_clause
 
 if TYPE_CHECKING:
     import numpy as np

@@ -10,7 +10,8 @@ from typing import Any
 
 import psycopg
 
-from cems_cli.store.memories import Identity, documents_from, live_clause, project_clause, visibility_clause
+from cems_cli.store.member_access import documents_from
+from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
 
