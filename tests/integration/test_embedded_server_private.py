@@ -21,7 +21,7 @@ from cems_cli.store.embedded import (
     read_postmaster,
     stop_server,
 )
-from tests.conftest import cems_subprocess
+from tests.conftest import FAST_EMBEDDER, cems_subprocess
 
 IS_ROOT = os.geteuid() == 0
 
@@ -100,7 +100,7 @@ def test_as_root_no_parent_folder_is_opened_and_status_says_where_the_data_are(t
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
     home = private / "user-home" / "cems"
-    env = {"CEMS_HOME": str(home), "CEMS_USER": "private-test"}
+    env = {"CEMS_HOME": str(home), "CEMS_USER": "private-test", "CEMS_EMBEDDING_BACKEND": FAST_EMBEDDER}
     before = {p: stat.S_IMODE(p.stat().st_mode) for p in [tmp_path, *tmp_path.parents, private]}
     try:
         created = cems_subprocess(["remember", "Root keeps the home folder closed.", "--json"], env)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,24 @@ def _run(
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_search_server() -> Iterator[None]:
+    """The search server the first prompt starts serves the whole module, stopped at its end: a request
+    carries its user, project and recall knobs, so the tests (each a user of its own) share it as agents on
+    one machine do, and a start and a stop per test are saved."""
+    yield
+    from cems_cli.server.daemon import stop_server
+
+    for home in _HOMES_SERVED:
+        stop_server(home)
+
+
+_HOMES_SERVED: set[Path] = set()
+
+
 @pytest.fixture
 def served(cli, env):
-    """Memories plus a running search server for this CEMS_HOME; stopped afterwards."""
+    """Memories, with the module's search server for this CEMS_HOME (started on demand by a hook)."""
     cli(
         "remember",
         "Run the tests with `make test`; it builds the virtualenv first.",
@@ -40,10 +56,8 @@ def served(cli, env):
     pinned = cli("remember", "Never commit secrets; use the vault CLI.", "--category", "decisions", "--json")
     cli("pin", pinned.json()["id"], "--pin-category", "guideline")
     cli("remember", "The staging database was migrated to PostgreSQL 18.", "--category", "context")
+    _HOMES_SERVED.add(Path(env["CEMS_HOME"]))
     yield env
-    from cems_cli.server.daemon import stop_server
-
-    stop_server(Path(env["CEMS_HOME"]))
 
 
 def _prompt(prompt: str) -> dict:

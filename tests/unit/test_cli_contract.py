@@ -105,3 +105,28 @@ def test_no_help_shows_bool_or_braced_arguments():
 def test_a_missing_argument_is_named_like_the_help_names_it():
     code, output = _run("remember")
     assert code == 2 and "Missing argument 'TEXT'" in output
+
+
+def test_commands_run_in_process_build_the_command_tree_once(monkeypatch, capsys):
+    """A program that runs several commands in one process (the test suite's `cli` fixture) builds typer's
+    click tree once, not on every command (about 0.1 s each); the commands answer as before."""
+    import typer.main
+
+    from cems_cli.cli import app as app_module
+
+    built: list[object] = []
+    real = typer.main.get_command
+
+    def counting(typer_app: typer.Typer) -> object:
+        built.append(typer_app)
+        return real(typer_app)
+
+    monkeypatch.setattr(typer.main, "get_command", counting)  # what `app(...)` calls
+    monkeypatch.setattr(app_module, "get_command", counting)
+    app_module._command.cache_clear()
+    for _ in range(3):
+        with pytest.raises(SystemExit) as exited:
+            app_module.main(["--version"])
+        assert exited.value.code in (0, None)
+    assert capsys.readouterr().out.count("cems ") == 3
+    assert len(built) <= 1
