@@ -348,9 +348,10 @@ def same_values(a: str, b: str) -> bool:
 def one_command_in_more_detail(a: str, b: str) -> bool:
     """True when two texts say the same except that a command (a code span) of one is the other's with
     more words: "the tests run with `pytest`" / "… `pytest -v`" / "… `python3 -m pytest`". Not two facts
-    for a reader, and two lines of a recall block for one: shown once, the better one. Never used to merge
-    (that keeps both); a code span that changes a word rather than adds one ("`node 18`" / "`node 20`",
-    "`npm`" / "`pnpm`", "`pytest tests/unit`" / "`pytest tests/integration`") is another value."""
+    for a reader, and two lines of a recall block for one: shown once, the better one. Consolidation does
+    not use it (both memories stay stored). A code span that changes a word rather than adds one
+    ("`node 18`" / "`node 20`", "`npm`" / "`pnpm`", "`pytest tests/unit`" / "`pytest tests/integration`")
+    is another value."""
     x, y = extract(a), extract(b)
     only_x, only_y = x.terms - y.terms, y.terms - x.terms
     if not only_x or not only_y:
