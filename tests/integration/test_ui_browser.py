@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.viewer import running_viewer
 
 pytest.importorskip("starlette", reason="the web extra is not installed (pip install 'cems[ui]')")
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
@@ -31,49 +31,11 @@ TOKEN = "browser-test-" + uuid.uuid4().hex
 SCREENSHOTS = os.environ.get("CEMS_UI_SCREENSHOTS")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(cems_home: Path) -> Iterator[dict[str, Any]]:
     """The viewer on a free port (uvicorn in a thread, live updates on) for a fresh user of the test store."""
-    import uvicorn
-
-    import cems
-    from cems_cli.config import get_settings
-    from cems_cli.ui.app import create_app
-    from cems_cli.ui.server import bind
-
-    user = f"user-{uuid.uuid4().hex[:10]}"
-    with pytest.MonkeyPatch.context() as patch:
-        for key in [k for k in os.environ if k.startswith("CEMS_")]:
-            patch.delenv(key)
-        patch.setenv("CEMS_HOME", str(cems_home))
-        patch.setenv("CEMS_USER", user)
-        patch.setenv("CEMS_PROJECT", "project:acme/api")
-        get_settings.cache_clear()
-        memory = cems.open()
-        port = _free_port()
-        app = create_app(memory, token=TOKEN, port=port)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on",
-                                               timeout_graceful_shutdown=1))
-        sock = bind(port)
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        while not server.started:
-            time.sleep(0.05)
-        try:
-            yield {"memory": memory, "port": port, "viewer": app.state.viewer,
-                   "url": f"http://127.0.0.1:{port}/?token={TOKEN}"}
-        finally:
-            server.should_exit = True
-            thread.join(timeout=10)
-            sock.close()
-            memory.close()
-            get_settings.cache_clear()
+    with running_viewer(cems_home, TOKEN, project="project:acme/api") as served:
+        yield {**served, "url": f"http://127.0.0.1:{served['port']}/?token={TOKEN}"}
 
 
 @pytest.fixture(scope="module")

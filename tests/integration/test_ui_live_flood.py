@@ -5,8 +5,6 @@ batch). A memory stored after the flood still appears live."""
 
 from __future__ import annotations
 
-import os
-import socket
 import threading
 import time
 import uuid
@@ -16,52 +14,19 @@ from typing import Any
 
 import pytest
 
+from tests.support.viewer import running_viewer
+
 pytest.importorskip("starlette", reason="the web extra is not installed (pip install 'cems[ui]')")
 
 NOTICES = 10_000
 TOKEN = "flood-test-" + uuid.uuid4().hex
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def served(cems_home: Path) -> Iterator[dict[str, Any]]:
     """`cems ui` as it runs (uvicorn in a thread, live updates on) for a fresh user of the test store."""
-    import uvicorn
-
-    import cems
-    from cems_cli.config import get_settings
-    from cems_cli.ui.app import create_app
-    from cems_cli.ui.server import bind
-
-    with pytest.MonkeyPatch.context() as patch:
-        for key in [k for k in os.environ if k.startswith("CEMS_")]:
-            patch.delenv(key)
-        patch.setenv("CEMS_HOME", str(cems_home))
-        patch.setenv("CEMS_USER", f"user-{uuid.uuid4().hex[:10]}")
-        get_settings.cache_clear()
-        memory = cems.open()
-        port = _free_port()
-        app = create_app(memory, token=TOKEN, port=port)
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on",
-                                               timeout_graceful_shutdown=1))
-        sock = bind(port)
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        while not server.started:
-            time.sleep(0.05)
-        try:
-            yield {"memory": memory, "port": port, "viewer": app.state.viewer}
-        finally:
-            server.should_exit = True
-            thread.join(timeout=10)
-            sock.close()
-            memory.close()
-            get_settings.cache_clear()
+    with running_viewer(cems_home, TOKEN) as served:
+        yield served
 
 
 def _flood(memory: Any, real_id: str, strangers: bool) -> float:
