@@ -15,14 +15,15 @@ import os
 import re
 import stat
 from functools import lru_cache
-from pathlib import Path
 
-_REMOTE_PATH = re.compile(r"^(?:[a-z+]+://)?(?:[^@/]+@)?[^:/]+(?::\d+)?[:/](?P<path>.+?)(?:\.git)?/?$")
+# Paths are plain strings here, not pathlib: importing pathlib (with urllib.parse and ipaddress) cost the
+# prompt hook ~5 ms of its ~20 ms of imports, on every prompt.
+_REMOTE_PATH = r"^(?:[a-z+]+://)?(?:[^@/]+@)?[^:/]+(?::\d+)?[:/](?P<path>.+?)(?:\.git)?/?$"
 # A real .git/config is a few hundred bytes; `gitdir:` and `commondir` files are one line.
 MAX_GIT_FILE_BYTES = 64 * 1024
 
 
-def read_small_file(path: Path, limit: int = MAX_GIT_FILE_BYTES) -> str | None:
+def read_small_file(path: str | os.PathLike[str], limit: int = MAX_GIT_FILE_BYTES) -> str | None:
     """The text of `path` if it is a regular file of at most `limit` bytes, else None. Symlinks are
     followed (git-new-workdir links its config), but what is opened is checked, not what the name was:
     O_NONBLOCK so a FIFO cannot block the open, fstat on the open file, and a bounded read (a /proc file
@@ -46,25 +47,33 @@ def read_small_file(path: Path, limit: int = MAX_GIT_FILE_BYTES) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def _git_dir(start: Path) -> Path | None:
-    for folder in (start, *start.parents):
-        candidate = folder / ".git"
-        if candidate.is_dir():
+def _folders_up(start: str) -> list[str]:
+    """`start` and every folder above it, up to the root."""
+    folders = [start]
+    while (parent := os.path.dirname(folders[-1])) != folders[-1]:
+        folders.append(parent)
+    return folders
+
+
+def _git_dir(start: str) -> str | None:
+    for folder in _folders_up(start):
+        candidate = os.path.join(folder, ".git")
+        if os.path.isdir(candidate):
             return candidate
-        if candidate.is_file():  # worktree or submodule: "gitdir: <path>"
+        if os.path.isfile(candidate):  # worktree or submodule: "gitdir: <path>"
             text = (read_small_file(candidate) or "").strip()
             if text.startswith("gitdir:"):
-                gitdir = (folder / text.split(":", 1)[1].strip()).resolve()
+                gitdir = os.path.realpath(os.path.join(folder, text.split(":", 1)[1].strip()))
                 # A worktree's gitdir is .git/worktrees/<name>; its config lives in the common dir.
-                common = read_small_file(gitdir / "commondir")
+                common = read_small_file(os.path.join(gitdir, "commondir"))
                 if common is not None and common.strip():
-                    return (gitdir / common.strip()).resolve()
+                    return os.path.realpath(os.path.join(gitdir, common.strip()))
                 return gitdir
     return None
 
 
-def _remote_url(git_dir: Path) -> str | None:
-    text = read_small_file(git_dir / "config")
+def _remote_url(git_dir: str) -> str | None:
+    text = read_small_file(os.path.join(git_dir, "config"))
     if text is None:
         return None
     import configparser  # only inside a repository: ~2 ms the hooks pay only when they need it
@@ -83,7 +92,7 @@ def _remote_url(git_dir: Path) -> str | None:
 
 def slug_from_remote(url: str) -> str | None:
     """`git@github.com:Org/Repo.git` → `org/repo`; last two path parts, lower case."""
-    match = _REMOTE_PATH.match(url.strip())
+    match = re.match(_REMOTE_PATH, url.strip())  # compiled once, in re's cache, and only in a repository
     if not match:
         return None
     parts = [p for p in match.group("path").split("/") if p]
@@ -95,19 +104,19 @@ def slug_from_remote(url: str) -> str | None:
 @lru_cache(maxsize=64)
 def project_for_dir(directory: str) -> str:
     """The project id for a directory: from the git remote, else the repository or folder name."""
-    path = Path(directory).expanduser()
+    path = os.path.expanduser(directory)
     try:
-        path = path.resolve()
-    except OSError:
-        pass
+        path = os.path.realpath(path)
+    except (OSError, ValueError):
+        path = os.path.abspath(path)
     git_dir = _git_dir(path)
     if git_dir is not None:
         url = _remote_url(git_dir)
         slug = slug_from_remote(url) if url else None
         if slug:
             return f"project:{slug}"
-        return f"project:{git_dir.parent.name.lower()}"
-    return f"project:{path.name.lower() or 'root'}"
+        return f"project:{os.path.basename(os.path.dirname(git_dir)).lower()}"
+    return f"project:{os.path.basename(path).lower() or 'root'}"
 
 
 def normalize_project(value: str) -> str:
