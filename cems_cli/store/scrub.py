@@ -20,7 +20,9 @@ import psycopg
 # administrator's to retire) and of an embedded server an earlier version started with WAL recycling on
 # (until it is restarted), and, outside the database, the capture spool's raw tool events and Claude Code's
 # transcripts the memory came from.
-SCRUB_TABLES = ("memory_documents", "memory_chunks", "rules", "capture_sessions", "memory_summaries")
+# memory_edits: an edited memory's texts before (sql/020), deleted with it by a purge.
+SCRUB_TABLES = ("memory_documents", "memory_chunks", "rules", "capture_sessions", "memory_summaries",
+                "memory_edits")
 _SCRUB_KEY = "scrub_pending:"
 SCRUB_LOCK_TIMEOUT = "10s"  # VACUUM FULL waits for readers; it must not stall the prompt hook for long
 

@@ -59,6 +59,14 @@ def test_a_purged_memory_leaves_no_copy_after_maintenance(cli, tmp_path):
         assert any("pg_wal" not in path for path in before), before  # else the test proves little
 
         survivor = merged["consolidated"][0]["kept"]
+        # Edited: its text before, the marker in it, is kept in the edit history (sql/020), a third copy.
+        import cems
+        from cems_cli.config import get_settings
+
+        get_settings.cache_clear()
+        with cems.open() as memory:
+            memory.edit(survivor, "The recovery phrase of the ops vault moved to the new safe.")
+            assert memory.history(survivor).edits[0].fields == ["text"]
         purged = cli("forget", survivor, "--purge", "--json")
         assert purged.code == 0, purged.stderr
         _checkpoint(pgdata)
