@@ -11,10 +11,8 @@ from pathlib import Path
 
 import pytest
 
-# Every test here runs on the real model's store. Merges are found by one HNSW probe per memory; on the
-# hashing embedder's store, which holds the memories of every other fast test, probes missed a pair now
-# and then (a different test each full run), so these tests would judge the index's crowding, not
-# maintenance. The real model's store holds only the `real_model` tests' memories.
+# Every test here runs on the real model's store: the texts below are near duplicates, or not, by the local
+# model's cosines.
 pytestmark = pytest.mark.real_model
 
 # Near-identical texts (cosine ≈ 0.96 with the local model) and clearly different ones (≈ 0.0-0.3).
@@ -149,6 +147,24 @@ def test_a_missing_provenance_is_taken_from_the_merged_memory(svc, cli):
     set_columns(svc, kept, "priority = 1.5")
     assert maintain(cli)["consolidated"] == [{"kept": kept, "merged": [merged]}]
     assert row(svc, kept)["source_ref"] == "https://wiki.example.com/testing"
+
+
+def test_the_index_finds_the_pairs_the_exact_comparison_finds(svc, monkeypatch):
+    """A small store's pairs are compared exactly (PAIR_EXACT_LIMIT), a large one's probe the HNSW index:
+    on these memories both ways give the same pairs."""
+    from cems_cli.store import lifecycle
+
+    ids = [remember(svc, text, project="project:acme/api", source="manual")
+           for text in (TESTS_A, TESTS_B, TESTS_C, BILLING, MAKEFILE, DEPLOY)]
+    user = svc.identity.user
+    with svc.conn.transaction():
+        exact = lifecycle.near_duplicate_pairs(svc.conn, user, 0.9)
+        monkeypatch.setattr(lifecycle, "PAIR_EXACT_LIMIT", 0)
+        probed = lifecycle.near_duplicate_pairs(svc.conn, user, 0.9)
+    assert {(a, b) for a, b, _ in exact} == {tuple(sorted(p)) for p in ((ids[0], ids[1]), (ids[0], ids[2]),
+                                                                      (ids[1], ids[2]))}
+    assert [(a, b) for a, b, _ in probed] == [(a, b) for a, b, _ in exact]
+    assert all(abs(x[2] - y[2]) < 1e-6 for x, y in zip(exact, probed, strict=True))
 
 
 def test_only_memories_of_one_category_and_one_project_are_merged(svc, cli):

@@ -407,7 +407,7 @@ def test_indexes_stay_in_use_under_row_level_security(world):
 
 
 def test_maintenance_and_purge_work_as_an_application_role(world):
-    # A repository name no other test stores: identical vectors of other users crowd the merge probe.
+    # A repository name no other test stores, so that the only near duplicate is the one made here.
     repo = f"repo-{uuid.uuid4().hex[:8]}"
     kept = world.ok(world.alice, "remember", f"We lint {repo} with ruff, never flake8")["id"]
     world.ok(world.alice, "remember", f"We lint {repo} with ruff and never flake8")

@@ -242,8 +242,9 @@ def test_sessions_show_what_each_session_stored(client, memory):
 
 
 def test_maintenance_shows_both_texts_and_restores(client, memory):
-    # A text no other test stores: on the shared test store, many identical vectors of other users crowd the
-    # HNSW probe that finds merge candidates (see tests/integration/test_maintain.py).
+    # A text no other test stores, so that the only near duplicate is the one made here. (On the shared test
+    # store, many users' identical vectors once crowded the HNSW probe and this merge was missed; a store
+    # this small is now compared exactly: store/lifecycle.PAIR_EXACT_LIMIT.)
     text = f"The API gateway {uuid.uuid4().hex[:8]} times out after 30 seconds"
     kept = memory.remember(text, category="learnings").id
     copy = memory.remember(text + ".", category="learnings", source="session").id
