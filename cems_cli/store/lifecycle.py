@@ -36,9 +36,10 @@ PROJECT_SQL = "coalesce(substring({a}.source_ref from '^project:[^:]*'), '')"
 PAIR_NEIGHBOURS = 8
 PAIR_EF_SEARCH = 40
 PAIR_BATCH = 2000  # memories probed per statement
-# Up to this many unpinned mergeable memories, every pair of the user's own is compared instead of probing the index:
-# the index is approximate, and on a shared server other users' identical vectors crowd it. n² work: 0.4 s
-# for 1000 memories of one category here (1.8 s for 2000, 11 s for 4000). sql/022 holds the same limit.
+# Up to this many unpinned mergeable memories, every pair of the user's own is compared instead of probing
+# the index: the index is approximate, and on a shared server other users' identical vectors crowd it. n²
+# work: 0.4 s for 1000 memories of one category here (1.8 s for 2000, 11 s for 4000). sql/022 holds the
+# same limit.
 PAIR_EXACT_LIMIT = 1000
 
 # What may take part in a merge: live, neither a rule (it carries a structured spec the PreToolUse hook
