@@ -137,8 +137,7 @@ def near_duplicate_pairs(
         ).fetchall()
     ]
     if len(probes) <= PAIR_EXACT_LIMIT and not is_restricted(conn):  # a member's function decides itself
-        rows = _exact_pairs(conn, user, neighbours, threshold) if probes else []
-        return _each_pair_once(rows)
+        return _each_pair_once(_exact_pairs(conn, user, neighbours, threshold) if probes else [])
     conn.execute(f"SET LOCAL hnsw.ef_search = {int(max(PAIR_EF_SEARCH, neighbours))}")
     conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
     # On a shared server most of what the index yields is other users' (row-level security hides it after
