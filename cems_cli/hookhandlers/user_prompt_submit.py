@@ -109,9 +109,11 @@ def handle(payload: dict) -> dict | None:
     answer = call_or_start(cems_home(), request, budget - (time.monotonic() - started))
     if not answer or not answer.get("results"):
         return None
-    from cems_cli.recall import format_recall
+    text = answer.get("recall")
+    if not isinstance(text, str):  # a server started by an earlier version, still running: format here
+        from cems_cli.recall import format_recall
 
-    text = format_recall(answer["results"], project)
+        text = format_recall(answer["results"], project)
     return additional_context_answer("UserPromptSubmit", text) if text else None
 
 

@@ -102,8 +102,14 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             deadline=time.monotonic() + budget_ms / 1000 if budget_ms else None,
             exclude_ids=frozenset(_ids(request.get("exclude"))),
         )
-        results = memory.recall(str(request.get("query", "")), options)
-        return {"results": [r.to_json() for r in results]}
+        found = [r.to_json() for r in memory.recall(str(request.get("query", "")), options)]
+        from cems_cli.recall import format_recall
+
+        # The block the prompt hook injects, formatted here: the hook, a process per prompt, then need not
+        # import the formatting (and what it imports) at all.
+        project = request.get("project")
+        block = format_recall(found, project if isinstance(project, str) else None)
+        return {"results": found, "recall": block}
 
 
 def _ids(value: Any) -> list[str]:

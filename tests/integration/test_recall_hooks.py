@@ -77,6 +77,15 @@ def test_prompt_recall_injects_a_memory_block(served):
     assert text.startswith("<memory-recall>") and text.endswith("</memory-recall>")
     assert "make test" in text.splitlines()[2]  # the best memory comes first, with its id and category
     assert "(patterns, " in text
+    # The block was formatted by the server, as the hook would have formatted its results.
+    from cems_cli.recall import format_recall
+    from cems_cli.server.client import call
+
+    project = served["CEMS_PROJECT"]
+    answer = call(served["CEMS_HOME"], {"op": "search", "query": "how do I run the test suite?",
+                                        "project": project}, 30)
+    assert answer and answer["recall"] == format_recall(answer["results"], project)
+    assert answer["recall"].splitlines()[2] == text.splitlines()[2]
 
 
 def test_a_prompt_that_matches_no_memory_injects_nothing(served):
