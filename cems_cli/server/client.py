@@ -70,7 +70,16 @@ def call(home: str, request: dict, timeout: float) -> dict | None:
         return None
     try:
         sock.settimeout(timeout)
-        sock.connect(path)
+        while True:
+            try:
+                sock.connect(path)
+                break
+            except BlockingIOError:
+                # The server's queue of connections not yet accepted is full (a burst of hooks, a loaded
+                # machine): a Unix socket's connect fails at once then, whatever the timeout. Try again.
+                if time.monotonic() >= deadline:
+                    return None
+                time.sleep(0.002)
         if not _trusted_server(sock):
             return None  # never send a prompt to, nor inject what comes from, another user's process
         sock.sendall(json_dumps(request).encode("utf-8") + b"\n")

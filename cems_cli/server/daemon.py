@@ -37,6 +37,9 @@ POOL_SIZE = 4  # hooks answered side by side; also the most connections one mach
 
 class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
+    # Connections waiting to be accepted (socketserver's default is 5): every session and subagent of the
+    # machine asks this one server, and a Unix socket refuses a connect at once when the queue is full.
+    request_queue_size = 128
 
     def __init__(self, path: str, service, pool=None) -> None:
         self.service = service
