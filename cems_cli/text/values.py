@@ -53,6 +53,8 @@ _CONTRARY = frozenset({("instead", "of"), ("rather", "than")})
 _LIGHT = frozenset(
     """live host run store keep hold go goe process need requir handl get have make do back power manag
     stay sit reach receiv carri contain happen work call come give take put find done is be""".split()
+    # The noun after an environment's name: "the staging environment" is "staging".
+    + ["environ"]
 )
 
 # "development" is no environment here: it is mostly the activity ("Android development").
@@ -171,7 +173,14 @@ def _stem(word: str) -> str:
     """Snowball's English stemmer: Fridays/Friday, deploys/deployment, approves/approval compare equal;
     the irregular past tenses it leaves alone are looked up first."""
     word = word.lower().removesuffix("'s").removesuffix("’s")
-    return _stemmer().stemWord(_IRREGULAR.get(word, word))
+    stem = _stemmer().stemWord(_IRREGULAR.get(word, word))
+    return _SAME_MEANING.get(stem, stem)
+
+
+# Stems of one meaning in a developer's note, where a paraphrase takes the other word ("the freeze starts" /
+# "begins", "listens on port 8080" / "binds to", "256px wide" / "a width of 256px"). Only pairs that never
+# name two values: a word that could be the changed value ("tabs"/"spaces") is a contrast, not a synonym.
+_SAME_MEANING = {"begin": "start", "bind": "listen", "width": "wide"}
 
 
 _IRREGULAR = {

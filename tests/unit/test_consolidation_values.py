@@ -35,12 +35,32 @@ def test_no_near_miss_is_merged():
 def test_paraphrases_state_the_same_values():
     same = sum(same_values(p["a"], p["b"]) for p in PARAPHRASES)
     assert same / len(PARAPHRASES) >= 0.88, f"{same} of {len(PARAPHRASES)}"
-    # The value check takes few of the paraphrases the cosine would merge (11 of 101 at 0.80), and the
-    # threshold few of the others (65 of 104 paraphrases were merged at 0.92, 90 at 0.80).
+    # The value check takes few of the paraphrases the cosine would merge (7 of 101 at 0.80), and the
+    # threshold few of the others (65 of 104 paraphrases were merged at 0.92, 94 at 0.80).
     alike = [p for p in PARAPHRASES if p["cosine"] >= SIMILARITY_THRESHOLD]
     merged = sum(same_fact(p["a"], p["b"], p["cosine"]) for p in alike)
-    assert merged / len(alike) >= 0.88, f"{merged} of {len(alike)}"
-    assert merged / len(PARAPHRASES) >= 0.85, f"{merged} of {len(PARAPHRASES)}"
+    assert merged / len(alike) >= 0.92, f"{merged} of {len(alike)}"
+    assert merged / len(PARAPHRASES) >= 0.90, f"{merged} of {len(PARAPHRASES)}"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Code freeze starts on 2026-12-18.", "The code freeze begins on 2026-12-18."),
+        ("The API listens on port 8080.", "The API binds to port 8080."),
+        ("Thumbnails are 256px wide.", "Thumbnails have a width of 256px."),
+        ("The staging environment runs 3 replicas.", "Staging runs 3 replicas."),
+    ],
+)
+def test_words_of_one_meaning_are_one_value(a, b):
+    assert same_values(a, b), differences(a, b)
+
+
+def test_a_synonym_hides_no_changed_value():
+    assert not same_values("Code freeze starts on 2026-12-18.", "The code freeze begins on 2026-12-19.")
+    assert not same_values("The API listens on port 8080.", "The API binds to port 8081.")
+    assert not same_values("The staging environment runs 3 replicas.", "The production environment runs 3 "
+                           "replicas.")
 
 
 @pytest.mark.parametrize(
