@@ -3,6 +3,7 @@ the session summary, and the text the LLM extraction reads."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from cems_cli.capture.extract import (
@@ -18,6 +19,9 @@ from cems_cli.capture.sessions import time_span
 
 if TYPE_CHECKING:
     from cems_cli.capture.chunks import _Open
+
+
+_LEADING_CD = re.compile(r"^`cd\s+[^`&]*?&&\s*")
 
 
 def session_tags(session_id: str, branch: str = "") -> list[str]:
@@ -77,7 +81,9 @@ def _digest(chunk: _Open) -> list[Observation]:
         )
 
     for learning in chunk.learnings:
-        add("learnings", learning, f"Fix: {learning}")
+        # The title names the command, not the folder it was run from (`cd /Users/…/frontend && npm test`
+        # gave every failure of one session the same 80-character title).
+        add("learnings", learning, "Fix: " + _LEADING_CD.sub("`", learning))
     where = f" in {chunk.project.removeprefix('project:')}" if chunk.project else ""
     for blocked in chunk.blocked:  # "`command` (reason)", see _tool_output
         # What the agent may not do here, and why: the answer to "can I force-push to main?" next week.

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from cems_cli.text.terminal import without_terminal_control
+
 # pytest's detail lines ("E   ModuleNotFoundError: No module named 'ledger'") name what failed a test or its
 # collection, under a first line that only says where ("ImportError while loading conftest …").
 _PYTEST_DETAIL = re.compile(r"^E\s+(\S.*)$")
@@ -45,6 +47,7 @@ def error_line(output: str, limit: int = ERROR_CHARS) -> str:
     """One line, at most `limit` characters: a pytest `E` line, else the first line naming a problem, else
     the first line that says anything, else the first line. Backticks become quotes (the line is quoted
     inside Markdown)."""
+    output = without_terminal_control(output)
     written = [line.strip().strip(_FRAME).strip() for line in output.splitlines()]
     written = [line for line in written if line]
     lines = [line for line in written if not _SAYS_NOTHING.match(line)]

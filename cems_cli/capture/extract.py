@@ -76,10 +76,12 @@ _DECISION = re.compile(
     r"|from now on|going forward|settled on|replaced \S+ with)\b",
     re.I,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])")
-# A paragraph ends at a blank line, and before a list item, heading, quote or table row; a single line break
-# inside a paragraph (or between two streamed blocks of one answer) is only a space.
-_PARAGRAPH_END = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•>#|]|\d+[.)])\s)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(✅❌☑✔✓])")
+# A paragraph ends at a blank line, and before a list item, heading, quote, table row or a line that opens
+# with a check mark (a progress report's items); a single line break inside a paragraph (or between two
+# streamed blocks of one answer) is only a space.
+_PARAGRAPH_END = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•>#|]|\d+[.)])\s)|\n(?=\s*[✅❌☑✔])")
+_CHECKED = re.compile(r"\s*[✅❌☑✔]")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _MIN_WORDS, _MAX_CHARS = 4, 300
 
@@ -87,9 +89,15 @@ _MIN_WORDS, _MAX_CHARS = 4, 300
 def _paragraphs(text: str) -> list[str]:
     """The prose paragraphs of a text, each on one line (code blocks, headings, table rows are not prose)."""
     text = re.sub(r"```.*?(?:```|\Z)", "\n\n", text, flags=re.S)
+    parts: list[str] = []
+    for paragraph in _PARAGRAPH_END.split(text):
+        if _CHECKED.match(paragraph) and "\n" in paragraph.strip():  # a check-marked item is its line
+            parts += paragraph.strip().split("\n", 1)
+        else:
+            parts.append(paragraph)
     return [
         " ".join(_LIST_MARK.sub("", paragraph).split())
-        for paragraph in _PARAGRAPH_END.split(text)
+        for paragraph in parts
         if not paragraph.strip().startswith(("#", "|", ">"))
     ]
 
@@ -296,11 +304,15 @@ _VCS_REPORT = re.compile(
     re.I,
 )
 _ACTION_REPORT = re.compile(
-    r"^(?:I\s+)?(?:added|installed|reinstalled|created|updated|removed|deleted|moved|renamed|wrote|ran|"
+    r"^(?:I\s+|I've\s+|I have\s+)?(?:successfully\s+|also\s+|now\s+)?"
+    r"(?:added|installed|reinstalled|created|updated|removed|deleted|moved|renamed|wrote|ran|"
     r"implemented|refactored|bumped|upgraded|changed|replaced|registered|configured|applied|generated|"
-    r"reformatted|formatted|cleaned|copied|set up)\b",
+    r"reformatted|formatted|cleaned|copied|set up|completed|finished|checked off)\b",
     re.I,
 )
+# A status line of a progress report: check marks and the like, then maybe a short heading ("✅ Run Reuse
+# Logic: Added `findOrCreateRun()`"). What follows is judged as the sentence: an action report stays one.
+_STATUS_LEAD = re.compile(r"^(?:[✅☑✔✓🎉🚀🔧📝✨]\ufe0f?\s*)+(?:[^:`]{1,40}:\s+)?")
 # A sentence that starts with a number ("141 tests pass.") after one that ends: the prose splitter waits
 # for a capital letter, which a count is not.
 _NUMBER_START = re.compile(r"(?<=[.!?])\s+(?=\d)")
@@ -328,7 +340,8 @@ def finding_sentences(answer: str, request: str = "", known: Iterable[str] = ())
         sentence = _EMPHASIS.sub("", raw).strip()
         if len(sentence.split()) < _MIN_WORDS or not states_a_fact(sentence, request):
             continue
-        if _VCS_REPORT.match(sentence) or (_ACTION_REPORT.match(sentence) and not _CAUSE.search(sentence)):
+        said = _STATUS_LEAD.sub("", sentence)
+        if _VCS_REPORT.match(said) or (_ACTION_REPORT.match(said) and not _CAUSE.search(sentence)):
             continue
         tokens = fact_tokens(sentence)
         if any(near_duplicate(sentence, text) for text in known) or (tokens and tokens <= known_tokens):

@@ -97,3 +97,15 @@ def test_output_saying_nothing_more_than_its_exit_code_keeps_that():
 def test_the_line_is_one_line_within_the_limit():
     line = error_line("Error: " + "x " * 300, limit=50)
     assert len(line) <= 50 and line.endswith("…") and "\n" not in line
+
+
+def test_terminal_colours_and_cursor_moves_are_left_out():
+    output = ("\x1b[1A\x1b[2K[WebServer] Error: \x1b[2mexpect(\x1b[22m\x1b[31mreceived\x1b[39m\x1b[2m)."
+              "\x1b[22mtoBeTruthy()")
+    assert error_line(output) == "[WebServer] Error: expect(received).toBeTruthy()"
+
+
+def test_stored_text_holds_no_terminal_control():
+    from cems_cli.text.normalize import clean_text
+
+    assert clean_text("Deploy \x1b]0;title\x07\x1b[31mred\x1b[0m done") == "Deploy red done"

@@ -147,6 +147,22 @@ def test_what_the_agent_did_is_the_session_records_business_not_a_finding():
     assert finding_sentences(caused) == [caused]
 
 
+def test_a_progress_reports_check_marked_actions_are_no_findings_and_its_states_are():
+    answer = ("Done:\n✅ Updated .gitignore - Comprehensive Node.js gitignore\n"
+              "✅ Run Reuse Logic: Added `findOrCreateRun()` to reuse existing runs\n"
+              "✅ The frontend now runs on port 3001\n"
+              "I've successfully completed the docs for section 3.6 in README.md.")
+    assert finding_sentences(answer) == ["✅ The frontend now runs on port 3001"]
+
+
+def test_a_fixs_title_names_the_command_not_the_folder_it_ran_in():
+    from cems_cli.capture.digests import _LEADING_CD
+
+    learning = '`cd /Users/dev/My\\ Drive/shop/frontend && npm run test:e2e` failed in shop with "x"'
+    assert _LEADING_CD.sub("`", learning) == '`npm run test:e2e` failed in shop with "x"'
+    assert _LEADING_CD.sub("`", "`npm test` failed") == "`npm test` failed"
+
+
 def _line(kind: str, number: int, **content: object) -> bytes:
     import json
 
