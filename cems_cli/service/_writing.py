@@ -51,6 +51,7 @@ class Writing(ServiceResources):
         exported and shared like it."""
         from cems_cli.embedding.limits import TextTooLarge, check_text_size
         from cems_cli.text.redact import sanitize_field, sanitize_for_storage, sanitize_tags
+        from cems_cli.text.terminal import without_terminal_control
 
         # CEMS_MAX_MEMORY_BYTES on every path, not only the CLI's: embedding time grows with the text
         # (cems_cli/embedding/limits.py). What a person asked to store is refused whole, before any work;
@@ -61,6 +62,10 @@ class Writing(ServiceResources):
             if not captured:
                 check_text_size(text, limit)
             cleaned = clean_text(text)
+            if captured:
+                # Captured text carries a test runner's colours and cursor moves ("\x1b[2mexpect(\x1b[22m"):
+                # no meaning, and a later search would have to match them. What a person wrote stays exact.
+                cleaned = clean_text(without_terminal_control(cleaned))
             content = clean_text(sanitize_for_storage(cleaned))
             if captured:
                 content = truncate_to_bytes(content, limit)
@@ -84,7 +89,7 @@ class Writing(ServiceResources):
             category=category_value,
             scope=scope_value,
             tags=sanitize_tags(parse_tags(tags)),
-            title=sanitize_field(title),
+            title=sanitize_field(without_terminal_control(title) if captured and title else title),
             source=sanitize_field(source) if source else source,
             source_ref=sanitize_field(project) if project else project,
             pinned=pin,

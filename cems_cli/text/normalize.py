@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 
-from cems_cli.text.terminal import without_terminal_control
-
 MAX_CONTENT_CHARS = 1_000_000
 
 
@@ -15,13 +13,13 @@ class InvalidText(ValueError):
 
 
 def clean_text(text: str | bytes) -> str:
-    """NFC-normalised text without NUL bytes, lone surrogates or terminal control sequences; InvalidText if
-    nothing remains."""
+    """NFC-normalised text without NUL bytes or lone surrogates; InvalidText if nothing remains. Terminal
+    control sequences stay: what a person wrote is kept exactly, and every front end prints it inert."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     # Lone surrogates (from invalid UTF-8 passed through surrogateescape) cannot be stored in PostgreSQL.
     text = text.encode("utf-8", errors="replace").decode("utf-8")
-    text = without_terminal_control(text.replace("\x00", ""))
+    text = text.replace("\x00", "")
     text = unicodedata.normalize("NFC", text).strip()
     if not text:
         raise InvalidText("memory text is empty")

@@ -84,3 +84,12 @@ def test_the_limit_follows_the_setting(env, monkeypatch):
             small.prepare("word " * 500)
         assert len(small.prepare("word " * 500, source="session").content.encode()) <= 2048
         assert small.prepare("word " * 400).content  # 2,000 bytes: under the limit, stored as given
+
+
+def test_captured_text_is_stored_without_terminal_control_and_written_text_exactly(svc):
+    """A test runner's colours in captured output carry no meaning; what a person wrote is kept as written
+    (every front end prints it inert)."""
+    coloured = "Deploy \x1b]0;title\x07\x1b[31mfailed\x1b[0m on staging"
+    captured = svc.prepare(coloured, category="context", source="observer", title="\x1b[1mDeploy\x1b[0m")
+    assert (captured.content, captured.title) == ("Deploy failed on staging", "Deploy")
+    assert svc.prepare(coloured, category="context").content == coloured

@@ -20,9 +20,10 @@ from tests.integration.test_observer_engine import make_idle
 from tests.integration.test_observer_synth import one_pass, write_session
 
 KILLS = 20
-# Enough transcript (~4 MB) that twenty lives cannot read it all on a fast, quiet machine: with 40 turns a
-# session (1.4 MB) the observer was done after six kills there, and the rest landed on a finished ingest.
-TURNS = 120
+# Enough transcript (~10 MB) that twenty lives cannot read it all on a fast, quiet machine: with 40 turns a
+# session (1.4 MB) the observer was done after six kills there, and with 120 (4 MB) a CI machine was done
+# after eight (12-17 of 20 kills landed during ingestion here). With 300, 20 of 20 here, in ~30 s.
+TURNS = 300
 
 
 def spawn(environment: dict[str, str]) -> subprocess.Popen[bytes]:

@@ -82,8 +82,9 @@ def test_prompt_recall_injects_a_memory_block(served):
     from cems_cli.server.client import call
 
     project = served["CEMS_PROJECT"]
+    # The module's one server serves every test's user: the request names whose memories it searches.
     answer = call(served["CEMS_HOME"], {"op": "search", "query": "how do I run the test suite?",
-                                        "project": project}, 30)
+                                        "project": project, "user": served["CEMS_USER"]}, 30)
     assert answer and answer["recall"] == format_recall(answer["results"], project)
     assert answer["recall"].splitlines()[2] == text.splitlines()[2]
 

@@ -105,7 +105,7 @@ def test_terminal_colours_and_cursor_moves_are_left_out():
     assert error_line(output) == "[WebServer] Error: expect(received).toBeTruthy()"
 
 
-def test_stored_text_holds_no_terminal_control():
-    from cems_cli.text.normalize import clean_text
+def test_window_titles_and_colours_are_taken_out_of_text():
+    from cems_cli.text.terminal import without_terminal_control
 
-    assert clean_text("Deploy \x1b]0;title\x07\x1b[31mred\x1b[0m done") == "Deploy red done"
+    assert without_terminal_control("Deploy \x1b]0;title\x07\x1b[31mred\x1b[0m done") == "Deploy red done"
