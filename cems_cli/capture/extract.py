@@ -61,8 +61,11 @@ def denial_reason(text: str) -> str:
 
 # --------------------------------------------------------------------------- sentences
 
+# "I want …" and "I'd like …" ask for something ("I'd like a script that rotates the logs"), which the session
+# then does: a request, not how things are to be done (65 of 94 'preferences' of a set of real sessions).
 _PREFERENCE = re.compile(
-    r"\b(?:always|never|i (?:really )?(?:prefer|like|want|hate|dislike|don't like)|i'd (?:rather|prefer|like)"
+    r"\b(?:always|never|i (?:really )?(?:prefer|like|hate|dislike|don't like|don't want|do not want)"
+    r"|i'd (?:rather|prefer)"
     r"|please (?:don't|do not|always|never|use|avoid)|don't ever|do not ever|avoid using"
     r"|we (?:always|never|use|don't use|do not use|prefer)|in this (?:repo|repository|project|codebase) we"
     r"|make sure (?:to|you)|my (?:preference|favourite|favorite))\b",
@@ -238,6 +241,16 @@ _FILLER = re.compile(
 _EMPHASIS = re.compile(r"\*\*|__|(?<!\w)[*_](?=\w)|(?<=\w)[*_](?!\w)")
 _FINDING_SENTENCES, _FINDING_CHARS = 3, 320
 _REQUEST_WORDS = 12
+# What opens a reply to the agent before the request itself ("Yes.", "Awesome, now …", "ok thanks"): said
+# alone, a prompt of these asks nothing, and a finding titled "Found: yes" names nothing.
+_ACK_WORD = (r"(?:yes|yeah|yep|yup|no|nope|ok(?:ay)?|sure|great|awesome|perfect|nice|cool|good|"
+             r"excellent|alright|all right|right|thanks?(?: you)?|thx|got it|sounds good|looks good|lgtm|"
+             r"done|wow|amazing)")
+# Punctuation or the end after them: "No tests may touch the network" is a request that starts with "No".
+_ACKNOWLEDGEMENT = re.compile(
+    rf"^(?:{_ACK_WORD}(?:\s+{_ACK_WORD})*\b(?:\s*[,.!;:)-]+\s*|\s*$))+",
+    re.I,
+)
 
 
 def fact_tokens(sentence: str) -> set[str]:
@@ -289,7 +302,7 @@ def request_gist(prompt: str) -> str:
         prompt = summary.group(1)
     elif prompt.lstrip().startswith("<"):
         prompt = re.sub(r"<[^>]+>", " ", _TAG_ELEMENT.sub(" ", prompt))
-    text = " ".join(_EMPHASIS.sub("", prompt).split())
+    text = _ACKNOWLEDGEMENT.sub("", " ".join(_EMPHASIS.sub("", prompt).split()))
     first = re.split(r"(?<=[.!?])\s+|\n", text, maxsplit=1)[0] if text else ""
     words = first.split()
     return " ".join(words[:_REQUEST_WORDS]) + ("…" if len(words) > _REQUEST_WORDS else "")

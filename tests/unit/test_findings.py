@@ -97,6 +97,25 @@ def test_the_request_in_a_few_words():
     assert request_gist(notification) == "Background build failed"
 
 
+
+def test_the_request_leaves_out_the_acknowledgement_it_opens_with():
+    assert request_gist("Awesome, now where are the flags defined?") == "now where are the flags defined?"
+    assert request_gist("ok thanks! Which port does the API use?") == "Which port does the API use?"
+    assert request_gist("Yes.") == request_gist("ok") == ""  # a reply that asks nothing names nothing
+    # Only an acknowledgement said as one: "No tests …", "Right now …" are the request.
+    assert request_gist("No tests may touch the network.") == "No tests may touch the network."
+    assert request_gist("Right now the CI is red.") == "Right now the CI is red."
+
+
+def test_asking_for_something_is_not_a_preference():
+    from cems_cli.capture.extract import preference_sentences
+
+    for request in ("I'd like a script that rotates the logs.", "I want you to add a retry button here."):
+        assert preference_sentences(request) == [], request
+    for stated in ("I'd rather use pnpm in this repository.", "I don't want any new dependencies here.",
+                   "I prefer small commits with clear messages."):
+        assert preference_sentences(stated) == [stated], stated
+
 def test_a_session_that_only_looked_around_and_answered_leaves_its_finding_with_provenance():
     [chunk] = chunks("flags")
     [finding] = [o for o in chunk.observations if o.category == "learnings"]
