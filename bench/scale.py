@@ -145,7 +145,7 @@ def load(svc, texts: list[str], vectors: np.ndarray) -> tuple[dict[str, float], 
 
 
 def server_rss_mb(home: Path) -> float | None:
-    from cems_cli.procinfo import resident_bytes
+    from cems_cli.plumbing.procinfo import resident_bytes
     from cems_cli.server.daemon import server_pid
 
     pid = server_pid(home)

@@ -26,9 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cems_cli import defaults, procs
+from cems_cli import defaults
 from cems_cli.defaults import NO_OBSERVE_MARKER
 from cems_cli.llm import note_degraded, parse_json_object
+from cems_cli.plumbing import procs
 
 # Set by the client that runs a hook (Claude Code) in its children: a nested CLI must not take itself for a
 # session of the agent's, nor refuse to start inside one.

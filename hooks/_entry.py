@@ -2,7 +2,7 @@
 
 Works with any interpreter that has cems installed, or straight from a source checkout / the wheel's
 cems_cli/_data/hooks/ copy, where the package sits next to this folder. Loading and running the handler
-is `cems_cli.hookentry.dispatch`, the same code behind the portable `cems-hook <handler>` command.
+is `cems_cli.plumbing.hookentry.dispatch`, the same code behind the portable `cems-hook <handler>` command.
 """
 
 import os
@@ -10,7 +10,7 @@ import sys
 
 
 def _dispatcher():
-    from cems_cli.hookentry import dispatch
+    from cems_cli.plumbing.hookentry import dispatch
 
     return dispatch
 

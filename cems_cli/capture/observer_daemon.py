@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from cems_cli import procinfo
 from cems_cli.capture.observer import Observer, RunReport, capture_engine
 from cems_cli.capture.observer_settings import ObserverSettings
 from cems_cli.config import Settings
+from cems_cli.plumbing import procinfo
 
 if TYPE_CHECKING:
     from cems_cli.maintain import PeriodicMaintenance
@@ -370,9 +370,9 @@ def start_detached(home: Path, timeout: float = 60.0) -> int:
     log_path = home / LOG_FILE
     if log_path.exists() and log_path.stat().st_size > _LOG_ROTATE_BYTES:
         log_path.replace(log_path.with_suffix(".log.1"))
-    from cems_cli.procs import child_env, spawn_python
+    from cems_cli.plumbing.procs import child_env, spawn_python
 
-    # Isolated from the folder `cems observe --detach` was typed in (cems_cli.procs), stderr to the log.
+    # Isolated from the folder `cems observe --detach` was typed in (plumbing/procs.py), stderr to the log.
     pid = spawn_python(
         "cems_cli.cli.app", "observe", env=child_env({"CEMS_HOME": str(home.absolute())}), log=str(log_path)
     )

@@ -6,7 +6,7 @@ only when a text may hold something to redact (`may_need_redaction`)."""
 
 from __future__ import annotations
 
-from cems_cli.hookio import json_dumps
+from cems_cli.plumbing.hookio import json_dumps
 
 TYPE_CHECKING = False  # `typing` costs ~25 ms to import; annotations are strings anyway
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ import os
 import time
 
 from cems_cli.capture.safe_text import _storable, clip, clip_tree
-from cems_cli.hookio import cems_home, json_dumps
+from cems_cli.plumbing.hookio import cems_home, json_dumps
 
 try:  # sqlite3's C core: skips `sqlite3.dbapi2` and the datetime import it brings (~5 ms per hook)
     from _sqlite3 import connect as _sqlite_connect

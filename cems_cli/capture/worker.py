@@ -263,7 +263,7 @@ class CaptureError(RuntimeError):
 
 
 def _log(message: str) -> None:
-    from cems_cli.hookio import log_error
+    from cems_cli.plumbing.hookio import log_error
 
     log_error(message)
 
@@ -292,8 +292,8 @@ def _is_store_unreachable(error: Exception) -> bool:
 
 def main() -> int:
     """Run once, quietly; errors go to $CEMS_HOME/logs/hooks.log. Always exits 0: nobody waits on it."""
-    from cems_cli.hookio import json_dumps, log_error
     from cems_cli.paths import PRIVATE_UMASK
+    from cems_cli.plumbing.hookio import json_dumps, log_error
 
     os.umask(PRIVATE_UMASK)  # inherited from the hook that starts it, but a detached process says so itself
     try:

@@ -228,7 +228,7 @@ def admin_quota(
 
 def _search_server_memory(home) -> dict | None:
     """The warm search server's resident memory, or None when none runs."""
-    from cems_cli.procinfo import resident_bytes
+    from cems_cli.plumbing.procinfo import resident_bytes
     from cems_cli.server.daemon import server_pid
 
     pid = server_pid(home)

@@ -48,7 +48,7 @@ RunOption = typer.Option(
 def _resolve(scope: str | None, settings: Path | None) -> tuple[Path, Path, str]:
     """(settings file, CEMS_HOME, scope). With --settings alone the file is treated like the user's own."""
     from cems_cli.config import get_settings
-    from cems_cli.hooks_install import InstallError, settings_path
+    from cems_cli.plumbing.hooks_install import InstallError, settings_path
 
     try:
         return settings_path(scope or "user", settings), _home(get_settings().home), scope or "user"
@@ -57,7 +57,7 @@ def _resolve(scope: str | None, settings: Path | None) -> tuple[Path, Path, str]
 
 
 def _home(home: Path) -> Path:
-    from cems_cli.hooks_install import absolute
+    from cems_cli.plumbing.hooks_install import absolute
 
     return absolute(home)
 
@@ -65,7 +65,7 @@ def _home(home: Path) -> Path:
 def _standard_files(cwd: Path) -> list[tuple[str, Path]]:
     """The settings files Claude Code reads hooks from (besides managed policy and plugins), deduplicated:
     started in the home folder, the project file *is* the user file."""
-    from cems_cli.hooks_install import SCOPES, settings_path
+    from cems_cli.plumbing.hooks_install import SCOPES, settings_path
 
     files: list[tuple[str, Path]] = []
     seen: set[Path] = set()
@@ -93,10 +93,10 @@ def install(
 
     --mcp: also the MCP server (`cems mcp`), pinned or portable the same way.
     """
-    from cems_cli.hooks_install import InstallError, style_for
-    from cems_cli.hooks_install import install as do_install
-    from cems_cli.hooks_scan import scan_settings
     from cems_cli.mcp import register
+    from cems_cli.plumbing.hooks_install import InstallError, style_for
+    from cems_cli.plumbing.hooks_install import install as do_install
+    from cems_cli.plumbing.hooks_scan import scan_settings
 
     path, home, scope = _resolve(scope, settings)
     style = style_for(scope)
@@ -172,9 +172,9 @@ def uninstall(
 ) -> None:
     """Remove exactly the hooks install added (restoring the original file when it is as install left it),
     and the MCP server the same way (see --mcp)."""
-    from cems_cli.hooks_install import InstallError
-    from cems_cli.hooks_install import uninstall as do_uninstall
     from cems_cli.mcp import register
+    from cems_cli.plumbing.hooks_install import InstallError
+    from cems_cli.plumbing.hooks_install import uninstall as do_uninstall
 
     path, home, scope = _resolve(scope, settings)
     try:
@@ -229,7 +229,7 @@ def doctor(
     through a shell, never one with a problem); report missing, doubled, broken, wrongly pinned or
     unrecognised hooks. Exits 1 when something is wrong."""
     from cems_cli.config import get_settings
-    from cems_cli.hooks_install import SCOPES, settings_path
+    from cems_cli.plumbing.hooks_install import SCOPES, settings_path
 
     cwd = Path.cwd()
     home = _home(get_settings().home)
@@ -279,7 +279,7 @@ def serve(
         else:
             console.print(f"running  pid {pid}" if pid else "not running")
         return
-    from cems_cli.private_dir import NotPrivate
+    from cems_cli.plumbing.private_dir import NotPrivate
 
     try:  # checked here too, so a folder another user could reach is reported, not only logged
         server.prepare_socket_dir(home)

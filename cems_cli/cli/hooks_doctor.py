@@ -12,12 +12,12 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cems_cli import procs
 from cems_cli.cli.common import console
+from cems_cli.plumbing import procs
 
 if TYPE_CHECKING:
-    from cems_cli.hooks_commands import Invocation
-    from cems_cli.hooks_scan import InstalledHook, SettingsScan
+    from cems_cli.plumbing.hooks_commands import Invocation
+    from cems_cli.plumbing.hooks_scan import InstalledHook, SettingsScan
 
 
 def _samples(cwd: str) -> dict[str, dict[str, Any]]:
@@ -138,7 +138,7 @@ def _executable(program: str) -> bool:
 
 def _runnable(hook: InstalledHook) -> tuple[Invocation | None, str | None]:
     """(how to run the hook, None) when it is exactly a command CEMS writes, else (None, the problem)."""
-    from cems_cli.hooks_commands import NotRunnable, invocation
+    from cems_cli.plumbing.hooks_commands import NotRunnable, invocation
 
     try:
         return invocation(hook.command), None
@@ -151,8 +151,8 @@ def _runnable(hook: InstalledHook) -> tuple[Invocation | None, str | None]:
 
 def _static_problems(hook: InstalledHook, home: Path) -> tuple[list[str], list[str]]:
     """(problems, warnings) visible without running the command."""
-    from cems_cli.hookentry import HANDLERS
-    from cems_cli.hooks_install import SPECS
+    from cems_cli.plumbing.hookentry import HANDLERS
+    from cems_cli.plumbing.hooks_install import SPECS
 
     parsed = hook.parsed
     problems: list[str] = []
@@ -185,8 +185,8 @@ def _static_problems(hook: InstalledHook, home: Path) -> tuple[list[str], list[s
 
 
 def diagnose(files: list[tuple[str, Path]], home: Path, cwd: Path, run: bool) -> dict[str, Any]:
-    from cems_cli.hooks_install import HOOKS, known_commands
-    from cems_cli.hooks_scan import scan_settings
+    from cems_cli.plumbing.hooks_install import HOOKS, known_commands
+    from cems_cli.plumbing.hooks_scan import scan_settings
 
     scans: list[SettingsScan] = [
         scan_settings(path, scope, known_commands(home, path)) for scope, path in files

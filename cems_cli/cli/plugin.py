@@ -21,8 +21,8 @@ from typing import Any
 
 import typer
 
-from cems_cli import procs
 from cems_cli.cli.common import JsonOption, console, emit_json, err_console, fail
+from cems_cli.plumbing import procs
 
 PLUGIN = "cems"
 MARKETPLACE = "cems"  # the `name` of .claude-plugin/marketplace.json
@@ -135,9 +135,9 @@ def _duplicates(cwd: Path) -> list[str]:
     """CEMS's own hook or MCP installs that Claude Code reads besides the plugin: with both, every hook
     would run twice (Claude Code runs a plugin's hook beside an identical settings command) and every
     tool would be offered twice."""
-    from cems_cli.hooks_install import settings_path
-    from cems_cli.hooks_scan import scan_settings
     from cems_cli.mcp import register
+    from cems_cli.plumbing.hooks_install import settings_path
+    from cems_cli.plumbing.hooks_scan import scan_settings
 
     found: list[str] = []
     seen: set[Path] = set()

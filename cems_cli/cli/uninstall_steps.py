@@ -75,7 +75,7 @@ def purge_problem(home: Path) -> str | None:
 
 def _hook_files(home: Path) -> list[Path]:
     """The user's settings file and every file this home's install manifest knows."""
-    from cems_cli.hooks_install import _load_manifest, settings_path
+    from cems_cli.plumbing.hooks_install import _load_manifest, settings_path
 
     files = [settings_path("user", None)]
     for key in _load_manifest(home):
@@ -87,9 +87,9 @@ def _hook_files(home: Path) -> list[Path]:
 
 def remove_hooks(home: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """(one result per settings file, errors): `cems hooks uninstall` on each, then its backup."""
-    from cems_cli.hooks_install import InstallError
-    from cems_cli.hooks_install import uninstall as uninstall_hooks
-    from cems_cli.hooks_scan import scan_settings
+    from cems_cli.plumbing.hooks_install import InstallError
+    from cems_cli.plumbing.hooks_install import uninstall as uninstall_hooks
+    from cems_cli.plumbing.hooks_scan import scan_settings
 
     results: list[dict[str, Any]] = []
     errors: list[str] = []
@@ -131,8 +131,8 @@ def _mcp_targets(home: Path) -> list[Any]:
 def remove_mcp(home: Path) -> tuple[list[dict[str, Any]], list[str]]:
     """`cems hooks uninstall --mcp` for the user's file and every target this home's manifest knows; then
     the copies of those files kept under `$CEMS_HOME/backups`."""
-    from cems_cli.hooks_install import InstallError
     from cems_cli.mcp import register
+    from cems_cli.plumbing.hooks_install import InstallError
 
     results: list[dict[str, Any]] = []
     errors: list[str] = []
@@ -226,7 +226,7 @@ def _socket_folders(settings: Settings) -> list[Path]:
     """The short socket folders (`<runtime dir>/cems-<uid>/<hash>`, private_dir.short_dir) this home used
     when a socket path under it was too long."""
     from cems_cli.paths import pgdata_path
-    from cems_cli.private_dir import problem
+    from cems_cli.plumbing.private_dir import problem
     from cems_cli.server.client import socket_dir
     from cems_cli.store.embedded import _socket_dir, data_dir
 

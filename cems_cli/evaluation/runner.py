@@ -20,11 +20,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cems_cli import procs
 from cems_cli.config import Settings
 from cems_cli.evaluation import metrics
 from cems_cli.evaluation.datasets import Benchmark, Question, Unit
 from cems_cli.evaluation.indexing import MEMORY_TEXT_FORMAT, unit_to_record
+from cems_cli.plumbing import procs
 
 SEARCH_LIMIT = 10
 MODES = ("vector", "hybrid", "auto")

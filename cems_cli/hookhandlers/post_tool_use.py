@@ -9,7 +9,7 @@ Path: stdin → trimmed, redacted event → `$CEMS_HOME/spool.db` (one committed
 from __future__ import annotations
 
 from cems_cli.capture import spool
-from cems_cli.hookio import run_hook
+from cems_cli.plumbing.hookio import run_hook
 
 TYPE_CHECKING = False  # `typing` costs ~25 ms to import; annotations are strings anyway
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def _fallback_id(payload: dict[str, Any], data: dict[str, Any]) -> str:
     same delivery is still stored once (identical calls with identical output in a session merge)."""
     import hashlib
 
-    from cems_cli.hookio import json_dumps
+    from cems_cli.plumbing.hookio import json_dumps
 
     basis = json_dumps([payload.get("session_id"), payload.get("tool_name"), data])
     return "sha256:" + hashlib.sha256(basis.encode("ascii")).hexdigest()[:40]

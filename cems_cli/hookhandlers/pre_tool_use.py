@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 
-from cems_cli.hookio import log_error, pre_tool_use_answer, run_hook
+from cems_cli.plumbing.hookio import log_error, pre_tool_use_answer, run_hook
 from cems_cli.rules.matcher import decide
 from cems_cli.rules.snapshot import (
     REFRESH_FAILED_SUFFIX,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 # After a failed rebuild, skip rebuilding for a while: starting the database on every tool call would add
 # a second or more to each one, for a snapshot that is still not coming.
 REFRESH_BACKOFF_SECONDS = 30.0
-# Claude Code gives this hook 5 s (cems_cli.hooks_install) and lets the tool call run when it is killed:
+# Claude Code gives this hook 5 s (plumbing/hooks_install.py) and lets the tool call run when it is killed:
 # a rebuild still going after this long is stopped, and the call denied, before that can happen.
 REBUILD_BUDGET_SECONDS = 3.5
 # The embedded database's folder in CEMS's home (cems_cli.paths.pgdata_path). Its PG_VERSION appears only
@@ -166,7 +166,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         return pre_tool_use_answer(guarded)
     if decision is not None:
         # Counted for the rules page of `cems ui`; only when a rule fires, so the usual call pays nothing.
-        from cems_cli.hookio import cems_home
+        from cems_cli.plumbing.hookio import cems_home
         from cems_cli.rules.hits import record
 
         record(cems_home(), str(decision.rule.id), decision.action, time.time())

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from cems_cli.defaults import PROFILE_TOKEN_BUDGET
-from cems_cli.hookio import additional_context_answer, cems_home, log_error, run_hook
+from cems_cli.plumbing.hookio import additional_context_answer, cems_home, log_error, run_hook
 
 
 def _in_process_profile(project: str | None, budget: int) -> tuple[str, list[str]]:
@@ -52,7 +52,7 @@ def handle(payload: dict) -> dict | None:
     else:
         spawn(home)
         text, ids = _in_process_profile(project, PROFILE_TOKEN_BUDGET)
-    from cems_cli.injected import remember
+    from cems_cli.plumbing.injected import remember
 
     # What the profile shows, the session's prompts need not recall again (user_prompt_submit).
     remember(home, payload.get("session_id"), ids if text and isinstance(ids, list) else [])

@@ -12,7 +12,7 @@ import os
 
 from cems_cli.capture import spool
 from cems_cli.hookhandlers.post_tool_use import DOCTOR_SESSION_PREFIX
-from cems_cli.hookio import log_error, run_hook
+from cems_cli.plumbing.hookio import log_error, run_hook
 
 TYPE_CHECKING = False  # `typing` costs ~25 ms to import; annotations are strings anyway
 if TYPE_CHECKING:
@@ -66,9 +66,9 @@ def worker_running(home: str) -> bool:
 
 
 def start_worker() -> None:
-    """The capture worker, detached and isolated from the agent's working directory (cems_cli.procs): it
+    """The capture worker, detached and isolated from the agent's working directory (plumbing/procs.py): it
     outlives this hook and Claude Code, and the repository's modules must not shadow any it imports."""
-    from cems_cli.procs import spawn_python
+    from cems_cli.plumbing.procs import spawn_python
 
     spawn_python(WORKER_MODULE)
 

@@ -13,7 +13,7 @@ import time
 
 # What the prompt hook injects is defined once, in cems_cli.defaults (cheap, stdlib only).
 from cems_cli import defaults
-from cems_cli.hookio import additional_context_answer, cems_home, run_hook
+from cems_cli.plumbing.hookio import additional_context_answer, cems_home, run_hook
 
 TYPE_CHECKING = False  # `typing` costs ~25 ms to import on every prompt; annotations are strings anyway
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def handle(payload: dict) -> dict | None:
     request.update(_recall_overrides(os.environ))
     if os.environ.get("CEMS_SEARCH_MODE"):
         request["mode"] = os.environ["CEMS_SEARCH_MODE"]
-    from cems_cli.injected import injected
+    from cems_cli.plumbing.injected import injected
 
     # The session's profile is in the context already: its memories are not injected a second time.
     shown = injected(cems_home(), payload.get("session_id"))

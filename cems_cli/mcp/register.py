@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cems_cli.hooks_install import InstallError, _read_settings, absolute
+from cems_cli.plumbing.hooks_install import InstallError, _read_settings, absolute
 
 SERVER = "cems"
 MANIFEST = "mcp-installed.json"
@@ -144,7 +144,7 @@ def _dump(data: dict[str, Any], like: bytes | None) -> bytes:
 
 
 def _write(path: Path, data: bytes) -> None:
-    from cems_cli.hooks_install import _atomic_write
+    from cems_cli.plumbing.hooks_install import _atomic_write
 
     _atomic_write(path, data)
 
@@ -277,7 +277,7 @@ def install(target: Target, home: Path, portable: bool, python: str | None = Non
 
 def _keep_copy(backup: Path, original: bytes) -> None:
     """The original bytes, owner-only (the file may hold API keys: ~/.claude.json does)."""
-    from cems_cli.hooks_install import _write_backup
+    from cems_cli.plumbing.hooks_install import _write_backup
 
     backup.parent.mkdir(parents=True, exist_ok=True)
     _write_backup(backup, original, 0o600)

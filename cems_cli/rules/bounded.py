@@ -38,10 +38,10 @@ def decide_bounded(
         "rules": [rule.to_dict() for rule in rules], "tool": tool_name, "input": dict(tool_input),
         "project": project, "cwd": cwd, "on_timeout": on_timeout,
     }
-    from cems_cli.procs import python_argv, run
+    from cems_cli.plumbing.procs import python_argv, run
 
     try:
-        # Isolated like every child of CEMS (cems_cli.procs): the MCP server runs in the agent's repository.
+        # Isolated like every child of CEMS (plumbing/procs.py): the MCP server runs in the agent's repo.
         done = run(python_argv("cems_cli.rules.bounded"), input=json.dumps(request),
                    timeout=CHILD_TIMEOUT_SECONDS)
         if done.returncode != 0:

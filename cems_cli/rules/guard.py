@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import sys
 
-from cems_cli.hookio import cems_home
+from cems_cli.plumbing.hookio import cems_home
 from cems_cli.rules.matcher import Decision
 
 TYPE_CHECKING = False  # `typing` costs ~25 ms to import; annotations are strings anyway
@@ -43,7 +43,7 @@ _SETTINGS_NAMES = ("settings.json", "settings.local.json")
 
 
 class GuardRule:
-    """Looks like a snapshot rule to the hook's answer (`cems_cli.hookio.pre_tool_use_answer`)."""
+    """Looks like a snapshot rule to the hook's answer (`cems_cli.plumbing.hookio.pre_tool_use_answer`)."""
 
     __slots__ = ("id", "tool", "pattern", "action", "reason", "field", "regex", "project")
 

@@ -2,7 +2,7 @@
 
 Every rule change rewrites it atomically (temp file in the same directory, fsync, rename), so the hook sees
 either the old or the new file, never half of one. Reading is on the hook's hot path: it uses the fast JSON
-loader from `cems_cli.hookio` and builds slotted `SnapshotRule` records rather than `Rule` dataclasses
+loader from `plumbing.hookio` and builds slotted `SnapshotRule` records rather than `Rule` dataclasses
 (importing `dataclasses` costs ~40 ms on a small machine). `load_snapshot` gives the CLI real `Rule`s.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from cems_cli.hookio import cems_home, json_loads
+from cems_cli.plumbing.hookio import cems_home, json_loads
 from cems_cli.rules.matcher import ACTION_RANK
 
 TYPE_CHECKING = False  # `typing` costs ~25 ms to import; annotations are strings anyway

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from cems_cli.defaults import RULES_ON_TIMEOUT
-from cems_cli.hookio import cems_home
+from cems_cli.plumbing.hookio import cems_home
 
 _VALUES = ("deny", "allow")
 

@@ -23,12 +23,12 @@ _MAX_SOCKET_PATH = 100  # sun_path is 108 bytes on Linux; keep a margin
 
 
 def socket_dir(home: str) -> str:
-    """`$CEMS_HOME/run`, or a short private folder of this user (cems_cli/private_dir.short_dir) when a
+    """`$CEMS_HOME/run`, or a short private folder of this user (plumbing/private_dir.short_dir) when a
     socket path in it would be too long."""
     run = os.path.join(home, "run")
     if len(os.fsencode(os.path.join(run, SOCKET_NAME))) <= _MAX_SOCKET_PATH:
         return run
-    from cems_cli.private_dir import short_dir
+    from cems_cli.plumbing.private_dir import short_dir
 
     return str(short_dir("search-server\0" + os.path.abspath(home)))
 
@@ -55,8 +55,8 @@ def _trusted_server(sock: _socket.socket) -> bool:
 
 def call(home: str, request: dict, timeout: float) -> dict | None:
     """Send one request; None if the server is not there, not ours, too slow, or answered nonsense."""
-    from cems_cli.hookio import json_dumps, json_loads
-    from cems_cli.private_dir import problem
+    from cems_cli.plumbing.hookio import json_dumps, json_loads
+    from cems_cli.plumbing.private_dir import problem
 
     path = socket_path(home)
     if timeout <= 0 or not os.path.exists(path):
@@ -108,8 +108,8 @@ def call(home: str, request: dict, timeout: float) -> dict | None:
 
 def spawn(home: str) -> None:
     """Start the server in the background (it refuses politely if one already runs), isolated from the
-    folder the hook runs in (cems_cli.procs: that folder is the agent's repository)."""
-    from cems_cli.procs import child_env, spawn_python
+    folder the hook runs in (cems_cli.plumbing.procs: that folder is the agent's repository)."""
+    from cems_cli.plumbing.procs import child_env, spawn_python
 
     try:
         spawn_python(SERVER_MODULE, env=child_env({"CEMS_HOME": os.path.abspath(home)}))

@@ -152,7 +152,7 @@ _PURPOSE = "the search server's socket"
 
 def _run_dir(home: Path) -> Path:
     """`$CEMS_HOME/run`: lock, pid file and (normally) the socket; private, checked on every start."""
-    from cems_cli.private_dir import private_dir
+    from cems_cli.plumbing.private_dir import private_dir
 
     home.mkdir(parents=True, exist_ok=True)
     # tighten: a `run` made by a version that kept the user's 022 umask is ours and nobody could write in it.
@@ -161,7 +161,7 @@ def _run_dir(home: Path) -> Path:
 
 def prepare_socket_dir(home: Path) -> Path:
     """Create (or check) the private folder the socket goes in; NotPrivate, saying why, when it is not."""
-    from cems_cli.private_dir import private_dir
+    from cems_cli.plumbing.private_dir import private_dir
 
     run = _run_dir(home)
     folder = Path(socket_dir(str(home)))
@@ -239,7 +239,7 @@ def serve(idle_seconds: float | None = None) -> int:
 
 def _write_pid_file(run: Path) -> None:
     """`<pid> <start ticks>@<boot id>`, replaced atomically."""
-    from cems_cli.procinfo import identity
+    from cems_cli.plumbing.procinfo import identity
 
     pid = os.getpid()
     tmp = run / f".server.pid.{pid}"
@@ -280,7 +280,7 @@ def _is_search_server(pid: int, recorded: str | None) -> bool:
     `-m cems_cli.server.daemon`, of our uid, started when the file says)? After a crash or a reboot the pid
     may belong to anything, which must never be signalled. Where /proc cannot tell, the pid file is trusted
     as before (the caller has checked that a live process holds the server's lock)."""
-    from cems_cli import procinfo
+    from cems_cli.plumbing import procinfo
 
     words = procinfo.cmdline(pid)
     if words is None:  # no /proc: cannot tell; a /proc that hides the process: another user's
@@ -298,7 +298,7 @@ def server_pid(home: Path) -> int | None:
     pid, recorded = _recorded(run / "server.pid")
     if pid is None or pid <= 0:
         return None
-    from cems_cli.procinfo import alive
+    from cems_cli.plumbing.procinfo import alive
 
     if not alive(pid) or _lock_held(run) is False:
         return None
@@ -351,7 +351,7 @@ def server_processes(home: Path) -> list[int]:
     """Every search server of this user for `home`: the one serving and any other started for it, which
     waits to take the lock (a hook spawns one whenever no server answers, and it loads for seconds before
     it tries the lock) and would take over the moment the serving one stops. Linux /proc; [] elsewhere."""
-    from cems_cli import procinfo
+    from cems_cli.plumbing import procinfo
 
     target = os.path.realpath(home)
     me = os.getpid()
@@ -401,7 +401,7 @@ def stop_servers(home: Path, timeout: float = 10.0, kill_after: float = 5.0) -> 
     forced_at = time.monotonic() + kill_after
     signalled: dict[int, str | None] = {}
     report = Stopped()
-    from cems_cli import procinfo
+    from cems_cli.plumbing import procinfo
 
     while True:
         running = set(server_processes(home))
@@ -445,7 +445,7 @@ def main() -> int:
         level=logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    from cems_cli.private_dir import NotPrivate
+    from cems_cli.plumbing.private_dir import NotPrivate
 
     try:
         return serve()

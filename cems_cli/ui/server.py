@@ -78,7 +78,7 @@ def launch_file(home: Path, port: int, token: str) -> Path:
     so it never appears in an address the browser keeps in its history either (security.py)."""
     from html import escape
 
-    from cems_cli.private_dir import private_dir
+    from cems_cli.plumbing.private_dir import private_dir
     from cems_cli.ui.security import SIGN_IN_PATH
 
     run = private_dir(home / "run", os.geteuid(), os.getegid(), purpose="the viewer's launch page",
@@ -101,7 +101,7 @@ def open_browser(target: str) -> bool:
     import shlex
     import shutil
 
-    from cems_cli.procs import run
+    from cems_cli.plumbing.procs import run
 
     chosen = os.environ.get("BROWSER", "").split(os.pathsep)[0].strip()
     argv = shlex.split(chosen) if chosen else []

@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from cems_cli.cli.plugin import PLUGIN, PLUGIN_ID, TOOL_PREFIX
-from cems_cli.hooks_commands import parse_command
-from cems_cli.hooks_install import HOOKS, portable_hook_command
 from cems_cli.mcp import register
 from cems_cli.mcp.tools import BY_NAME
+from cems_cli.plumbing.hooks_commands import parse_command
+from cems_cli.plumbing.hooks_install import HOOKS, portable_hook_command
 from tests.conftest import REPO, cems_subprocess
 from tests.support.claude_code import FakeAnthropic, ToolUse, claude_code_or_skip, run_claude, transcripts
 from tests.support.claude_code.capture import captured_turns

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cems_cli.hookhandlers.post_tool_use import DOCTOR_SESSION_PREFIX
-from cems_cli.hooks_install import HOOKS, hook_command
+from cems_cli.plumbing.hooks_install import HOOKS, hook_command
 from cems_cli.resources import data_dir
 
 EVENTS = {spec.event for spec in HOOKS}

@@ -202,7 +202,7 @@ def test_the_observer_daemon_runs_outside_the_repository(cems_home, hostile_repo
 def test_a_child_inherits_no_descriptor_and_no_python_variables(tmp_path, monkeypatch):
     """procs.spawn_python: the agent's client may leave descriptors inheritable and set PYTHON* variables
     (a repository's settings can set an environment); the child sees neither."""
-    from cems_cli import procinfo, procs
+    from cems_cli.plumbing import procinfo, procs
 
     out = tmp_path / "child.json"
     probe = tmp_path / "probe"

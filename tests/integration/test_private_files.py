@@ -62,7 +62,7 @@ def cems(home: Path, extra: dict[str, str], *args: str, stdin: bytes | None = No
 
 def hook(home: Path, extra: dict[str, str], handler: str, payload: dict, cwd: Path) -> None:
     result = _run(
-        [sys.executable, "-m", "cems_cli.hookentry", handler],
+        [sys.executable, "-m", "cems_cli.plumbing.hookentry", handler],
         home,
         extra,
         stdin=json.dumps(payload).encode(),
@@ -163,7 +163,7 @@ def test_everything_cems_writes_under_its_home_is_owner_only(tmp_path: Path):
         hook(home, extra, "stop", _payload("Stop.json", **session), project)
         _wait_for_capture(home)
         garbage = _run(
-            [sys.executable, "-m", "cems_cli.hookentry", "post_tool_use"], home, extra, stdin=b"{no"
+            [sys.executable, "-m", "cems_cli.plumbing.hookentry", "post_tool_use"], home, extra, stdin=b"{no"
         )
         assert garbage.returncode == 0  # fails open, and writes what went wrong to logs/hooks.log
         cems(home, extra, "serve", "--daemon")
@@ -220,7 +220,7 @@ def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_settings_backup_has_the_settings_files_mode(
     tmp_path: Path, user_home: Path, mode: int, umask: int
 ):
-    from cems_cli.hooks_install import install
+    from cems_cli.plumbing.hooks_install import install
 
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()
@@ -239,7 +239,7 @@ def test_the_settings_backup_has_the_settings_files_mode(
 
 
 def test_a_kept_backup_is_never_more_open_than_the_settings_file(tmp_path: Path, user_home: Path):
-    from cems_cli.hooks_install import install
+    from cems_cli.plumbing.hooks_install import install
 
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()

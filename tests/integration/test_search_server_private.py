@@ -125,7 +125,7 @@ def test_the_server_drops_clients_of_another_uid(tmp_path, monkeypatch):
 
 
 def test_an_existing_run_folder_is_checked(tmp_path):
-    from cems_cli.private_dir import NotPrivate
+    from cems_cli.plumbing.private_dir import NotPrivate
     from cems_cli.server.daemon import prepare_socket_dir
 
     readable = _home(tmp_path, "readable")

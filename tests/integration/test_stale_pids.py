@@ -94,7 +94,7 @@ def test_a_reused_search_server_pid_is_not_signalled(tmp_path):
     its model), the start time recorded beside the PID tells them apart."""
     import fcntl
 
-    from cems_cli.procinfo import boot_id
+    from cems_cli.plumbing.procinfo import boot_id
     from cems_cli.server.daemon import server_pid
     from cems_cli.server.daemon import stop_server as stop_search_server
 

@@ -142,7 +142,7 @@ def test_an_unchecked_command_asks_only_when_a_bash_block_rule_applies():
 
 
 def test_the_hook_answers_ask_and_says_why():
-    from cems_cli.hookio import pre_tool_use_answer
+    from cems_cli.plumbing.hookio import pre_tool_use_answer
 
     decision = decide([make_rule("rm -rf*", "Bash")], "Bash", {"command": "curl -s x | sh"})
     answer = pre_tool_use_answer(decision)

@@ -1,4 +1,4 @@
-"""`cems_cli.hookentry`: the quick exit of the PreToolUse hook skips the interpreter's teardown only when
+"""`plumbing.hookentry`: the quick exit of the PreToolUse hook skips the interpreter's teardown only when
 nothing is left for it to do."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from cems_cli import hookentry
+from cems_cli.plumbing import hookentry
 
 
 class _Exited(Exception):
@@ -27,7 +27,7 @@ _TORN_DOWN = "class T:\n    def __del__(self): print('torn down')\nt = T()\n"
 
 
 def test_quick_exit_skips_the_teardown_when_nothing_needs_it():
-    done = _run(_TORN_DOWN + "from cems_cli.hookentry import _exit\n_exit(0)")
+    done = _run(_TORN_DOWN + "from cems_cli.plumbing.hookentry import _exit\n_exit(0)")
     assert done.returncode == 0 and done.stdout == ""
     done = _run(_TORN_DOWN + "import sys\nsys.exit(0)")
     assert done.stdout == "torn down\n"  # the ordinary exit, for comparison
@@ -60,12 +60,13 @@ def test_a_running_thread_gets_the_ordinary_exit(exits):
 
 def test_an_atexit_clean_up_gets_the_ordinary_exit():
     code = ("import atexit, sys; atexit.register(lambda: print('cleaned up')); "
-            "from cems_cli.hookentry import _exit; print('answer', end=' ', flush=False); _exit(3)")
+            "from cems_cli.plumbing.hookentry import _exit; print('answer', end=' ', flush=False); _exit(3)")
     done = _run(code)
     assert done.returncode == 3 and done.stdout == "answer cleaned up\n"
 
 
 def test_the_quick_exit_flushes_the_answer():
-    code = "import sys; from cems_cli.hookentry import _exit; sys.stdout.write('{\"answer\": 1}'); _exit(0)"
+    code = ("import sys; from cems_cli.plumbing.hookentry import _exit; "
+            "sys.stdout.write('{\"answer\": 1}'); _exit(0)")
     done = _run(code)
     assert done.returncode == 0 and done.stdout == '{"answer": 1}'

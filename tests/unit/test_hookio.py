@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cems_cli import hookio, paths
-from cems_cli.hookio import (
+from cems_cli import paths
+from cems_cli.plumbing import hookio
+from cems_cli.plumbing.hookio import (
     additional_context_answer,
     cap_text,
     cems_home,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from cems_cli.hookentry import HANDLERS
-from cems_cli.hooks_commands import Invocation, NotRunnable, invocation, parse_command
-from cems_cli.hooks_install import (
+from cems_cli.plumbing.hookentry import HANDLERS
+from cems_cli.plumbing.hooks_commands import Invocation, NotRunnable, invocation, parse_command
+from cems_cli.plumbing.hooks_install import (
     HOOKS,
     InstallError,
     hook_command,
@@ -223,10 +223,10 @@ def test_every_registered_script_exists():
 def test_cems_hook_entry_point_is_light_and_refuses_unknown_handlers():
     # A package is in sys.modules as soon as any module of it is imported.
     heavy = {"typer", "rich", "pydantic", "click", "typing"}
-    code = f"import sys, cems_cli.hookentry; print(sorted(set(sys.modules) & {heavy!r}))"
+    code = f"import sys, cems_cli.plumbing.hookentry; print(sorted(set(sys.modules) & {heavy!r}))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]"
-    entry = [sys.executable, "-m", "cems_cli.hookentry"]
+    entry = [sys.executable, "-m", "cems_cli.plumbing.hookentry"]
     bad = subprocess.run([*entry, "nope"], input=b"{}", capture_output=True)
     assert bad.returncode == 1 and b"usage: cems-hook" in bad.stderr  # visible, and 1 does not block
     # Stop while Claude is already continuing: the handler answers nothing, touching no store.

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from cems_cli import procinfo, procs
+from cems_cli.plumbing import procinfo, procs
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc")

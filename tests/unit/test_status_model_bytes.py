@@ -15,7 +15,7 @@ def test_the_local_model_weighs_its_file_and_a_remote_or_test_one_nothing(tmp_pa
 def test_resident_memory_of_a_live_process_and_of_none():
     import os
 
-    from cems_cli.procinfo import resident_bytes
+    from cems_cli.plumbing.procinfo import resident_bytes
 
     assert resident_bytes(os.getpid()) > 1024 * 1024
     assert resident_bytes(2**22 + 12345) is None

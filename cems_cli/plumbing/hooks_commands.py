@@ -12,7 +12,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cems_cli.hookentry import HANDLERS
+from cems_cli.plumbing.hookentry import HANDLERS
 from cems_cli.resources import data_dir
 
 PORTABLE_PROGRAM = "cems-hook"

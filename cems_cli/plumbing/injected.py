@@ -30,7 +30,7 @@ def _file(home: str, session_id: object) -> str | None:
 
 
 def _private_folder(home: str, create: bool) -> str | None:
-    from cems_cli.private_dir import problem
+    from cems_cli.plumbing.private_dir import problem
 
     folder = os.path.join(home, FOLDER)
     if create:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from cems_cli.hooks_commands import PORTABLE_PROGRAM, parse_command
+from cems_cli.plumbing.hooks_commands import PORTABLE_PROGRAM, parse_command
 from cems_cli.resources import data_dir
 
 Style = Literal["pinned", "portable"]

@@ -48,7 +48,7 @@ _BOOTSTRAP = (
 
 def package_root() -> str:
     """The folder that holds `cems_cli` (site-packages, or a source checkout)."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # cems_cli/plumbing/
 
 
 def python_argv(module: str, *args: str) -> list[str]:

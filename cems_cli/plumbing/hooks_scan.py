@@ -7,8 +7,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cems_cli.hooks_commands import CemsCommand, parse_command
-from cems_cli.hooks_install import InstallError, _read_settings
+from cems_cli.plumbing.hooks_commands import CemsCommand, parse_command
+from cems_cli.plumbing.hooks_install import InstallError, _read_settings
 
 
 @dataclass(frozen=True)
