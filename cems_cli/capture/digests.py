@@ -102,7 +102,7 @@ def _digest(chunk: _Open) -> list[Observation]:
         for sentence in decision_sentences(prompt):
             add("decisions", sentence, f"Decision: {sentence}")
             stated.append(sentence)
-    for sentence in decision_sentences(chunk.conclusion):
+    for sentence in decision_sentences(chunk.conclusion, by_agent=True):
         if any(near_duplicate(sentence, said) for said in stated):
             continue  # the user's decision, said back: one memory
         add("decisions", sentence, f"Decision: {sentence}")

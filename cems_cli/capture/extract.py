@@ -79,6 +79,18 @@ _DECISION = re.compile(
     r"|from now on|going forward|settled on|replaced \S+ with)\b",
     re.I,
 )
+# In the agent's own answer only what says a choice was made: "instead of", "rather than", "going with",
+# "going forward" and "switched to" are how any explanation is worded there ("Root cause: using `test-key`
+# instead of the real key", "a one-command health check going forward"), and stored as decisions they
+# outranked the answers (188 'decisions' of a set of real sessions).
+_AGENT_DECISION = re.compile(
+    r"\b(?:decided|decide to|decision(?: is)? to"
+    r"|we(?:'ll| will| are going to) (?:use|switch|move|go with|keep|stick with|drop|replace)"
+    r"|we(?:'ve| have)? (?:switched|moved|chose|picked|went with|dropped|replaced)"
+    r"|let's (?:use|go with|switch|keep|move|stick with|drop|replace)"
+    r"|from now on|settled on|opted)\b",
+    re.I,
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(✅❌☑✔✓])")
 # A paragraph ends at a blank line, and before a list item, heading, quote, table row or a line that opens
 # with a check mark (a progress report's items); a single line break inside a paragraph (or between two
@@ -132,12 +144,15 @@ def preference_sentences(prompt: str) -> list[str]:
 _REASON = re.compile(r"\b(?:because|since|as|so that|so|to keep|to avoid|due to|given)\b", re.I)
 
 
-def decision_sentences(text: str) -> list[str]:
+def decision_sentences(text: str, *, by_agent: bool = False) -> list[str]:
+    """The sentences of `text` that state a decision; `by_agent`: the agent's answer, where only words
+    that say a choice was made count."""
+    cues = _AGENT_DECISION if by_agent else _DECISION
     found: list[str] = []
     for paragraph in _paragraphs(text):
         previous = ""
         for sentence in _plain(paragraph):
-            if _DECISION.search(sentence):
+            if cues.search(sentence):
                 if previous and not _REASON.search(sentence) and len(previous) + len(sentence) < _MAX_CHARS:
                     sentence = f"{previous} {sentence}"
                 found.append(sentence)

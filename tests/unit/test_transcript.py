@@ -461,6 +461,24 @@ def test_preferences_come_from_the_user_and_decisions_from_prompt_or_answer():
     assert not any("linter" in text for _, text in found)  # the assistant's habits are not the user's
 
 
+
+def test_the_answer_states_a_decision_only_with_words_that_say_a_choice_was_made():
+    [chunk] = fold(
+        [
+            prompt("Why does the chat fail in staging?"),
+            say("Root cause: the agent used `test-key` instead of the real OpenAI key in `agent/.env`. "
+                "The new check script gives us a one-command health check going forward. "
+                "We decided to keep the key in Railway's variables from now on.", "m1"),
+        ]
+    )
+    decisions = [o.text for o in chunk.observations if o.category == "decisions"]
+    assert decisions == ["We decided to keep the key in Railway's variables from now on."]
+    # Said by the user, "instead of" is a choice.
+    [chunk] = fold([prompt("Use pnpm instead of npm in this repository."), say("Noted.", "m1")])
+    assert [o.text for o in chunk.observations if o.category == "decisions"] == [
+        "Use pnpm instead of npm in this repository."
+    ]
+
 def test_long_turns_are_split_and_the_continuation_keeps_the_request():
     lines = [prompt("Migrate every handler")]
     for i in range(7):
