@@ -185,7 +185,7 @@ def sessions(conn: psycopg.Connection, identity: Identity, project: str | None =
     grouped: dict[str, list[MemoryRecord]] = {}
     for row in rows:
         grouped.setdefault(row[0], []).append(MemoryRecord.from_row(row[1:]))
-    asked = _asked(conn, identity.user, list(grouped))
+    asked = _asked(conn, identity, list(grouped))
     found = [
         SessionEntry(sid, _project_of(records), records[0].created_at, records[-1].created_at, records,
                      asked.get(sid, []))
@@ -194,14 +194,16 @@ def sessions(conn: psycopg.Connection, identity: Identity, project: str | None =
     return sorted(found, key=lambda s: s.last_at, reverse=True)
 
 
-def _asked(conn: psycopg.Connection, user: str, session_ids: list[str]) -> dict[str, list[str]]:
+def _asked(conn: psycopg.Connection, identity: Identity, session_ids: list[str]) -> dict[str, list[str]]:
     """What each session was asked, from capture's running record (absent for imported sessions)."""
     if not session_ids:
         return {}
+    # A member reads their own records through the function (sql/023_member_bookkeeping.sql).
+    table = "cems_my_capture_sessions(%(ids)s::text[])" if identity.restricted else "capture_sessions"
     rows = conn.execute(
-        "SELECT session_id, record -> 'asked' FROM capture_sessions "
-        "WHERE user_id = %s AND session_id = ANY(%s)",
-        (user, session_ids),
+        f"SELECT session_id, record -> 'asked' FROM {table} WHERE user_id = %(user)s "
+        "AND session_id = ANY(%(ids)s)",
+        {"user": identity.user, "ids": session_ids},
     ).fetchall()
     return {sid: [str(a) for a in (asked or []) if isinstance(a, str)] for sid, asked in rows}
 

@@ -19,6 +19,7 @@ import numpy as np
 import psycopg
 
 from cems_cli.store.lexical import forget_stats
+from cems_cli.store.member_access import is_restricted
 from cems_cli.store.records import MemoryRecord, NewMemory, document_columns
 
 # (column, PostgreSQL type) in COPY order; binary COPY needs every type spelled out.
@@ -232,8 +233,10 @@ def drop_search_indexes_for_load(conn: psycopg.Connection) -> None:
 
 
 def pending_search_indexes(conn: psycopg.Connection) -> list[str]:
-    """Definitions of search indexes a large load dropped and has not built again."""
-    row = conn.execute("SELECT value FROM cems_meta WHERE key = %s", (PENDING_INDEXES_KEY,)).fetchone()
+    """Definitions of search indexes a large load dropped and has not built again (a member of a team server
+    reads them through sql/023's function: only the store's owner builds them)."""
+    table = "cems_visible_meta()" if is_restricted(conn) else "cems_meta"
+    row = conn.execute(f"SELECT value FROM {table} WHERE key = %s", (PENDING_INDEXES_KEY,)).fetchone()
     return list(json.loads(row[0])) if row else []
 
 

@@ -562,6 +562,9 @@ def prune(conn: psycopg.Connection, user: str, grace_days: float, *, dry_run: bo
 
 
 def record_run(conn: psycopg.Connection, user: str, report: dict[str, Any]) -> None:
+    if is_restricted(conn):  # a member's own row, through sql/023_member_bookkeeping.sql
+        conn.execute("SELECT cems_record_maintenance_run(%s)", (Jsonb(report),))
+        return
     conn.execute(
         "INSERT INTO maintenance_runs (user_id, last_run_at, report) VALUES (%s, now(), %s) "
         "ON CONFLICT (user_id) DO UPDATE SET last_run_at = now(), report = excluded.report",
@@ -571,7 +574,8 @@ def record_run(conn: psycopg.Connection, user: str, report: dict[str, Any]) -> N
 
 def seconds_since_last_run(conn: psycopg.Connection, user: str) -> float | None:
     """By the database's clock (several processes, maybe several machines, share the record)."""
+    table = "cems_my_maintenance_run()" if is_restricted(conn) else "maintenance_runs"
     row = conn.execute(
-        "SELECT extract(epoch FROM now() - last_run_at) FROM maintenance_runs WHERE user_id = %s", (user,)
+        f"SELECT extract(epoch FROM now() - last_run_at) FROM {table} WHERE user_id = %s", (user,)
     ).fetchone()
     return float(row[0]) if row else None

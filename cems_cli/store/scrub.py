@@ -8,6 +8,8 @@ from typing import Any
 
 import psycopg
 
+from cems_cli.store.member_access import is_restricted
+
 # A DELETE only marks rows dead: their bytes (content, title, tags, the full-text lexemes, the vectors) stay
 # in the table and index files, in old row versions, in the column statistics ANALYZE sampled, and in the
 # write-ahead log, where anyone who can read the data folder finds them with `grep -a`. After a purge (or
@@ -39,6 +41,9 @@ class ScrubReport:
 
 def mark_scrub_pending(conn: psycopg.Connection, user: str) -> None:
     """Record, in the caller's transaction, that `user` deleted memories whose text is still on disk."""
+    if is_restricted(conn):  # a member marks their own key only (sql/023_member_bookkeeping.sql)
+        conn.execute("SELECT cems_mark_scrub_pending()")
+        return
     conn.execute(
         "INSERT INTO cems_meta (key, value) VALUES (%s, clock_timestamp()::text) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -47,7 +52,8 @@ def mark_scrub_pending(conn: psycopg.Connection, user: str) -> None:
 
 
 def scrub_pending(conn: psycopg.Connection, user: str) -> bool:
-    row = conn.execute("SELECT 1 FROM cems_meta WHERE key = %s", (_SCRUB_KEY + user,)).fetchone()
+    table = "cems_visible_meta()" if is_restricted(conn) else "cems_meta"
+    row = conn.execute(f"SELECT 1 FROM {table} WHERE key = %s", (_SCRUB_KEY + user,)).fetchone()
     return row is not None
 
 
@@ -61,9 +67,6 @@ def scrub(conn: psycopg.Connection, *, embedded: bool) -> ScrubReport:
     if not conn.autocommit:
         report.note = "not an autocommit connection"
         return report
-    seen = conn.execute(
-        "SELECT key, value FROM cems_meta WHERE key LIKE %s", (_SCRUB_KEY.replace("_", r"\_") + "%",)
-    ).fetchall()
     row = conn.execute(
         "SELECT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user), "
         "coalesce(bool_and(pg_has_role(c.relowner, 'USAGE')), false) "
@@ -74,6 +77,9 @@ def scrub(conn: psycopg.Connection, *, embedded: bool) -> ScrubReport:
     if not owner:
         report.note = "the memory tables belong to another database role: only their owner can rewrite them"
         return report
+    seen = conn.execute(
+        "SELECT key, value FROM cems_meta WHERE key LIKE %s", (_SCRUB_KEY.replace("_", r"\_") + "%",)
+    ).fetchall()
     tables = ", ".join(SCRUB_TABLES)
     conn.execute(f"SET lock_timeout = '{SCRUB_LOCK_TIMEOUT}'")
     try:

@@ -1,4 +1,6 @@
-"""Stored settings (sql/008_settings.sql): rows per user and per team, and the change counter."""
+"""Stored settings (sql/008_settings.sql): rows per user and per team, and the change counter. A member of a
+team server reads and writes them through functions (sql/023_member_bookkeeping.sql): a table they may query,
+even under its policy, let EXPLAIN spell out other users' values."""
 
 from __future__ import annotations
 
@@ -6,6 +8,8 @@ from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
+
+from cems_cli.store.member_access import is_restricted
 
 
 def version(conn: psycopg.Connection) -> int:
@@ -18,8 +22,9 @@ def version(conn: psycopg.Connection) -> int:
 def stored(conn: psycopg.Connection, user: str, team: str | None) -> dict[str, dict[str, Any]]:
     """{"user": {key: value}, "team": {key: value}} for this user and team."""
     found: dict[str, dict[str, Any]] = {"user": {}, "team": {}}
+    table = "cems_visible_settings()" if is_restricted(conn) else "stored_settings"
     rows = conn.execute(
-        "SELECT owner_kind, key, value FROM stored_settings "
+        f"SELECT owner_kind, key, value FROM {table} "
         "WHERE (owner_kind = 'user' AND owner = %s) OR (owner_kind = 'team' AND owner = %s)",
         (user, team or ""),
     ).fetchall()
@@ -29,6 +34,9 @@ def stored(conn: psycopg.Connection, user: str, team: str | None) -> dict[str, d
 
 
 def put(conn: psycopg.Connection, kind: str, owner: str, key: str, value: Any, by: str) -> None:
+    if is_restricted(conn):  # the function names the writer itself: the caller
+        conn.execute("SELECT cems_put_setting(%s, %s, %s, %s)", (kind, owner, key, Jsonb(value)))
+        return
     conn.execute(
         "INSERT INTO stored_settings (owner_kind, owner, key, value, updated_by) VALUES (%s, %s, %s, %s, %s) "
         "ON CONFLICT (owner_kind, owner, key) DO UPDATE "

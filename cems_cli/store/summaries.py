@@ -151,16 +151,21 @@ def replace_project(
         # Members delete through functions (sql/017_member_functions.sql): no DELETE privilege, no LOCK.
         conn.execute("SELECT cems_delete_summaries(%s, %s::uuid[])", (user, stale))
     inserted = 0
+    restricted = is_restricted(conn)
     for key, (summary, vector) in wanted.items():
         if key in keep:
             continue
-        conn.execute(
-            "INSERT INTO memory_summaries (user_id, project, level, title, content, members, member_key, "
-            "period_start, period_end, method, embedding) "
-            "VALUES (%s, %s, %s, %s, %s, %s::uuid[], %s, %s, %s, %s, %s)",
-            (user, project, summary.level, summary.title, summary.content, list(summary.members),
-             summary.member_key, summary.period_start, summary.period_end, summary.method, vector),
-        )
+        values = (project, summary.level, summary.title, summary.content, list(summary.members),
+                  summary.member_key, summary.period_start, summary.period_end, summary.method, vector)
+        if restricted:  # sql/023: the member's own live memories only, the owner named by the function
+            conn.execute("SELECT cems_insert_summary(%s, %s, %s, %s, %s::uuid[], %s, %s, %s, %s, %s)", values)
+        else:
+            conn.execute(
+                "INSERT INTO memory_summaries (user_id, project, level, title, content, members, member_key, "
+                "period_start, period_end, method, embedding) "
+                "VALUES (%s, %s, %s, %s, %s, %s::uuid[], %s, %s, %s, %s, %s)",
+                (user, *values),
+            )
         inserted += 1
     return inserted, len(stale)
 

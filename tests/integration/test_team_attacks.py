@@ -175,8 +175,7 @@ def test_team_settings_cannot_choose_where_data_goes(world):
         assert f"{key} chooses where prompts or memories are sent" in line, line
     with world.connect(world.alice) as alice:  # red's admin, writing the row herself
         with pytest.raises(psycopg.errors.CheckViolation):
-            alice.execute("INSERT INTO stored_settings (owner_kind, owner, key, value, updated_by) "
-                          "VALUES ('team', %s, 'rerank_backend', '\"ollama\"', %s)", (world.red, world.alice))
+            alice.execute("SELECT cems_put_setting('team', %s, 'rerank_backend', '\"ollama\"')", (world.red,))
     # Each member still chooses for themselves.
     mine = world.ok(world.bob, "config", "set", "rerank_backend", "disabled", team=world.red)
     assert mine["user"] == "disabled"
@@ -451,11 +450,11 @@ def test_a_member_reads_only_the_quotas_that_concern_them(world):
 def test_the_delete_functions_delete_only_the_callers_rows(world):
     path = f"/home/alice/.claude/projects/{_word()}.jsonl"
     with world.connect(world.alice) as alice:
-        alice.execute("INSERT INTO stored_settings (owner_kind, owner, key, value, updated_by) "
-                      "VALUES ('user', %s, 'recall_limit', '5', %s)", (world.alice, world.alice))
-        alice.execute("INSERT INTO observer_files (user_id, path) VALUES (%s, %s)", (world.alice, path))
-        backlog = alice.execute("INSERT INTO observer_backlog (user_id, path, chunk, chars) "
-                                "VALUES (%s, %s, '{}', 2) RETURNING id", (world.alice, path)).fetchone()[0]
+        alice.execute("SELECT cems_put_setting('user', NULL, 'recall_limit', '5')")
+        alice.execute("SELECT cems_add_observer_file(%s)", (path,))
+        alice.execute("SELECT cems_add_backlog(%s, '[{}]')", (path,))
+    backlog = world.admin.execute("SELECT id FROM observer_backlog WHERE user_id = %s AND path = %s",
+                                  (world.alice, path)).fetchone()[0]
     with world.connect(world.bob) as bob:
         # Alice's name as the user argument, or her setting named outright: nothing of hers goes.
         assert bob.execute("SELECT cems_delete_setting('user', %s, 'recall_limit')",
@@ -463,7 +462,7 @@ def test_the_delete_functions_delete_only_the_callers_rows(world):
         assert bob.execute("SELECT cems_delete_observer_file(%s, %s)", (world.alice, path)).fetchone() == (0,)
         assert bob.execute("SELECT count(*) FROM cems_delete_backlog(%s, %s)",
                            (world.alice, [backlog])).fetchone() == (0,)
-        model = "ARRAY(SELECT value FROM cems_meta WHERE key = 'embedding_model')"
+        model = "ARRAY(SELECT value FROM cems_visible_meta() WHERE key = 'embedding_model')"
         assert bob.execute(f"SELECT cems_delete_meta(ARRAY['embedding_model'], {model})").fetchone() == (0,)
         assert bob.execute("SELECT cems_owner_for(%s)", (world.alice,)).fetchone() == (world.bob,)
     left = world.admin.execute(
@@ -645,8 +644,9 @@ def test_a_member_names_no_row_id_others_could_collide_with(world):
                         "SELECT g, %s, 'p', '[]', 1 FROM generate_series("
                         "nextval('observer_backlog_id_seq') + 1, currval('observer_backlog_id_seq') + 20) g",
                         (world.bob,))
-        bob.execute("INSERT INTO observer_backlog (user_id, path, chunk, chars) VALUES (%s, 'p', '[]', 1)",
-                    (world.bob,))
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), bob.transaction():
+            bob.execute("SELECT nextval(pg_get_serial_sequence('observer_backlog', 'id'))")
+        bob.execute("SELECT cems_add_backlog('p', '[{}]')")  # the id is the database's
         with pytest.raises(psycopg.errors.InsufficientPrivilege), bob.transaction():
             bob.execute("UPDATE observer_backlog SET id = id + 1 WHERE user_id = %s", (world.bob,))
         # A summary id that clashed said whether another user's summary had it.
@@ -659,8 +659,7 @@ def test_a_member_names_no_row_id_others_could_collide_with(world):
         with pytest.raises(psycopg.errors.InsufficientPrivilege), bob.transaction():
             bob.execute("SELECT nextval(pg_get_serial_sequence('cems_audit', 'id'))")
     with world.connect(world.alice) as alice:  # alice's observer still stores its backlog
-        alice.execute("INSERT INTO observer_backlog (user_id, path, chunk, chars) VALUES (%s, 'p', '[]', 1)",
-                      (world.alice,))
+        assert alice.execute("SELECT cems_add_backlog('p', '[{}]')").fetchone() == (1,)
 
 
 def test_a_shared_memory_recalls_only_its_own_text(world):
@@ -704,15 +703,13 @@ def test_a_member_cannot_hold_another_users_maintenance(world):
 
 
 def test_a_members_open_settings_change_holds_back_no_one_elses(world):
-    put = ("INSERT INTO stored_settings (owner_kind, owner, key, value, updated_by) "
-           "VALUES ('user', %s, 'search_limit', '7', %s) ON CONFLICT (owner_kind, owner, key) "
-           "DO UPDATE SET value = excluded.value")
+    put = "SELECT cems_put_setting('user', NULL, 'search_limit', '7')"
     with world.connect(world.bob) as bob, bob.transaction():
         bob.execute("SET LOCAL idle_in_transaction_session_timeout = 0")  # his own to set
-        bob.execute(put, (world.bob, world.bob))
+        bob.execute(put)
         with world.connect(world.alice) as alice:
             alice.execute("SET lock_timeout = '2s'")
-            alice.execute(put, (world.alice, world.alice))  # waited for bob's commit: lock_timeout
+            alice.execute(put)  # waited for bob's commit: lock_timeout
             # Who stored settings, and how often, is no member's to list.
             with pytest.raises(psycopg.errors.InsufficientPrivilege), alice.transaction():
                 alice.execute("SELECT * FROM stored_settings_changes")
