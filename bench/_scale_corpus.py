@@ -108,7 +108,7 @@ def corpus(count: int, data: Path | None) -> tuple[list[str], int]:
 def embedded_corpus(count: int, model: str, embed: Callable[[list[str]], np.ndarray], data: Path | None,
                     log: Callable[[str], None] = print) -> tuple[list[str], np.ndarray, int]:
     """The corpus of `count` texts and their real embeddings, from the cache when it holds them."""
-    from cems_cli.bulk import embed_all
+    from cems_cli.engine.bulk import embed_all
 
     key = hashlib.sha256(f"{count}|{model}|{'sessions' if data else 'own'}|v1".encode()).hexdigest()[:12]
     folder = cache_dir()

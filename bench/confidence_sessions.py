@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from confidence_fit import calibration, fit_logistic, predict  # noqa: E402
 
 if TYPE_CHECKING:
+    from cems_cli.engine.service import MemoryService
     from cems_cli.evaluation.sessions_data import SessionQuestion, SessionSet
-    from cems_cli.service import MemoryService
 
 # The product's model (retrieval/confidence.py): the evidence, weighed by how the pipeline ranks the memory
 # against the best one. A best result that matches nothing (relative 1, cosine 0.2, no shared word) stays
@@ -66,9 +66,9 @@ def _probe(set_name: str, rows: list[dict[str, Any]]) -> Any:
     """What run_sessions calls once the set is captured: every question's candidates, floors off, through
     the prompt hook's path ("recall") and `cems search`'s ("search"); then the off-topic questions."""
     from cems_cli import defaults
+    from cems_cli.engine.recall import format_recall
     from cems_cli.evaluation.sessions_data import score_block
     from cems_cli.project import project_for_dir
-    from cems_cli.recall import format_recall
     from cems_cli.text.tokens import count_tokens
 
     def add(question: SessionQuestion | None, qid: str, project: str, cwd: str, path: str,

@@ -299,7 +299,7 @@ def add_cosines(found: list[dict]) -> str:
 
 def evaluate(found: list[dict]) -> None:
     """How many pairs of each kind the cosine alone (the old decision) and `cems maintain` now merge."""
-    from cems_cli.maintain import SIMILARITY_THRESHOLD, same_fact
+    from cems_cli.engine.maintain import SIMILARITY_THRESHOLD, same_fact
     from cems_cli.text.values import same_values
 
     for kind in ("near_miss", "paraphrase"):

@@ -59,7 +59,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
     from cems_cli.store import bulk as store
     from cems_cli.store.records import NewMemory
 

@@ -26,9 +26,9 @@ TARGET_MS = 250.0
 
 def load(home, count: int) -> float:
     """Store `count` memories for user "bench"; returns the seconds it took."""
-    from cems_cli.bulk import embed_all, import_memories
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.bulk import embed_all, import_memories
+    from cems_cli.engine.service import MemoryService
     from cems_cli.store.records import NewMemory
 
     settings = load_settings(home=home, user="bench", team=None, database_url=None, llm_base_url=None,

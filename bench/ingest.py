@@ -31,9 +31,9 @@ def _embedder_rate(texts: list[str]) -> float:
     import tempfile
     from pathlib import Path
 
-    from cems_cli.bulk import embed_all
     from cems_cli.config import load_settings
     from cems_cli.embedding import get_embedder
+    from cems_cli.engine.bulk import embed_all
 
     settings = load_settings(home=Path(tempfile.gettempdir()), embedding_backend="local")
     embedder = get_embedder(settings)

@@ -4,7 +4,7 @@ The notes are bench/_common.memory_texts: templates filled with a technology, a 
 error, … ("We decided to use Redis for the billing service because …"). Two notes of one template that
 differ in one slot are two facts, so a correct consolidation merges none of them; by cosine alone (>= 0.92)
 it merged most. Stored through the library's import (local embedding model), then the dry run of
-cems_cli/maintain.py, and for comparison the merges the cosine alone would make (the same pair search and
+engine/maintain.py, and for comparison the merges the cosine alone would make (the same pair search and
 grouping, without the value check). Results: bench/results/maintain_notes.json.
 
     python bench/maintain_notes.py [--notes 1500]
@@ -24,7 +24,7 @@ def main() -> int:
     args = parser.parse_args()
 
     import cems
-    from cems_cli.maintain import SIMILARITY_THRESHOLD, plan_merges, run_maintenance
+    from cems_cli.engine.maintain import SIMILARITY_THRESHOLD, plan_merges, run_maintenance
     from cems_cli.store import lifecycle
 
     texts = memory_texts(args.notes)

@@ -3,7 +3,7 @@
 The vectors are the clustered ones of bench/hnsw_recall.py (near neighbours at cosine ≈ 0.8, well below the
 0.92 of a near duplicate), plus PLANTED pairs: a copy of an existing vector with a little noise (cosine
 ≈ 0.98). Some memories are past their expiry, some were archived long ago. Written straight into the tables
-with the bulk COPY path; then the maintenance of cems_cli/maintain.py runs dry, for real, and once more (a
+with the bulk COPY path; then the maintenance of engine/maintain.py runs dry, for real, and once more (a
 daily run that finds nothing new). Also timed: the near-duplicate search alone, and
 compared with an exact (brute-force) count of the pairs. Another user's memories of
 the same size share the index, as on a team server.
@@ -45,8 +45,8 @@ def main() -> int:
     args = parser.parse_args()
 
     from cems_cli.config import load_settings
-    from cems_cli.maintain import SIMILARITY_THRESHOLD, run_maintenance
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.maintain import SIMILARITY_THRESHOLD, run_maintenance
+    from cems_cli.engine.service import MemoryService
     from cems_cli.store import bulk as store
     from cems_cli.store import lifecycle
     from cems_cli.store.records import NewMemory

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from cems_cli.engine.service import MemoryService
     from cems_cli.evaluation.sessions_data import SessionQuestion
-    from cems_cli.service import MemoryService
 
 ROOT = Path(__file__).resolve().parent.parent
 

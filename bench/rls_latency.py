@@ -161,10 +161,10 @@ def main() -> int:
     import psycopg
 
     from cems_cli.api import grant_role
-    from cems_cli.bulk import embed_all
     from cems_cli.config import load_settings
+    from cems_cli.engine.bulk import embed_all
+    from cems_cli.engine.service import MemoryService
     from cems_cli.paths import pgdata_path
-    from cems_cli.service import MemoryService
     from cems_cli.store import lexical as store_lexical
     from cems_cli.store import search as store_search
     from cems_cli.store.db import connect

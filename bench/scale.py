@@ -122,7 +122,7 @@ def hnsw_with(conn, options: str) -> None:
 
 
 def load(svc, texts: list[str], vectors: np.ndarray) -> tuple[dict[str, float], list[str]]:
-    from cems_cli.bulk import ImportLine, import_memories
+    from cems_cli.engine.bulk import ImportLine, import_memories
     from cems_cli.store.records import NewMemory
 
     marks: dict[str, float] = {}
@@ -155,8 +155,8 @@ def server_rss_mb(home: Path) -> float | None:
 
 def measure(size: int, texts: list[str], vectors: np.ndarray, asked: list[str], args, log) -> dict:
     from cems_cli.config import load_settings
+    from cems_cli.engine.service import MemoryService
     from cems_cli.server.daemon import stop_server
-    from cems_cli.service import MemoryService
     from cems_cli.store.search import ef_search_for
 
     product_ef = ef_search_for(size)

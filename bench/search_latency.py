@@ -98,9 +98,9 @@ def main() -> int:
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
 
-    from cems_cli.bulk import embed_all, import_memories
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.bulk import embed_all, import_memories
+    from cems_cli.engine.service import MemoryService
     from cems_cli.store.records import NewMemory
     from cems_cli.store.search import HNSW_EF_SEARCH
 

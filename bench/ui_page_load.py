@@ -43,9 +43,9 @@ def main() -> int:
     import uvicorn
 
     from cems_cli.api import Memory
-    from cems_cli.bulk import embed_all, import_memories
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.bulk import embed_all, import_memories
+    from cems_cli.engine.service import MemoryService
     from cems_cli.store.records import NewMemory
     from cems_cli.ui.app import create_app
     from cems_cli.ui.server import bind

@@ -134,7 +134,7 @@ class Settings(CemsSettingsBase):
     # Ranking stages off by default, switched on by name: CEMS_EXPERIMENTS=time_cue,time_answer
     # (retrieval/experiments.py). NoDecode: the environment's value is a comma-separated list, not JSON.
     experiments: Annotated[tuple[str, ...], NoDecode] = defaults.EXPERIMENTS
-    # Overview questions get summaries of groups of memories first (cems_cli/summaries.py).
+    # Overview questions get summaries of groups of memories first (cems_cli/engine/summaries.py).
     summaries: bool = defaults.SUMMARIES
     summary_results: int = Field(default=defaults.SUMMARY_RESULTS, ge=0, le=10)
     rrf_k: int = Field(default=defaults.RRF_K, ge=1)
@@ -164,7 +164,7 @@ class Settings(CemsSettingsBase):
     recall_min_similarity: float = Field(default=defaults.RECALL_MIN_SIMILARITY, ge=0, le=1)
     recall_min_confidence: float = Field(default=defaults.RECALL_MIN_CONFIDENCE, ge=0, le=1)
 
-    # Lifecycle maintenance (cems_cli/maintain.py): a captured session `context` memory neither accessed nor
+    # Lifecycle maintenance (engine/maintain.py): a captured session `context` memory neither accessed nor
     # updated for this many days expires; an archived memory is deleted for good this many days later.
     context_ttl_days: float = Field(default=defaults.CONTEXT_TTL_DAYS, gt=0)
     archive_grace_days: float = Field(default=defaults.ARCHIVE_GRACE_DAYS, ge=0)

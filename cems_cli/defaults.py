@@ -123,7 +123,7 @@ OBSERVER_TICK_SECONDS = 15.0
 OBSERVER_RESCAN_SECONDS = 600.0
 OBSERVER_MAINTAIN_SECONDS = 86400.0  # cems maintain once a day; 0 = never
 
-# Summaries of groups of memories (retrieval/raptor.py, cems_cli/summaries.py): memories at least this alike
+# Summaries of groups of memories (retrieval/raptor.py, engine/summaries.py): memories at least this alike
 # (cosine of all-MiniLM-L6-v2) share a group of at most SUMMARY_GROUP_SIZE; an overview-worded question
 # ("what have we done on billing this month?") gets up to SUMMARY_RESULTS of them first (CEMS_SUMMARIES).
 SUMMARIES = True

@@ -6,7 +6,7 @@ the full texts of the ids chosen. An agent reads titles first and pays for the t
 every result's text up front (bench/progressive_recall.py measures the difference).
 
 These are the shapes, one definition for every front end (the MCP tools, the CLI, the web viewer); the
-reading is cems_cli/lookup.py's, reached through `cems.Memory` (`search_index`, `timeline`, `get_many`).
+reading is engine/lookup.py's, reached through `cems.Memory` (`search_index`, `timeline`, `get_many`).
 """
 
 from __future__ import annotations

@@ -166,7 +166,7 @@ def lone_store(env: dict[str, str], monkeypatch: pytest.MonkeyPatch):
     from psycopg import sql
 
     from cems_cli.config import get_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
     from cems_cli.store.embedded import ensure_server
 
     server = ensure_server(Path(env["CEMS_HOME"]) / "pg")

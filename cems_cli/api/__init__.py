@@ -38,13 +38,13 @@ from cems_cli.api._server import (
     set_quota,
 )
 from cems_cli.api._status import Status, database_status
+from cems_cli.engine.maintain import STEPS as MAINTENANCE_STEPS  # `Memory.maintain`'s steps, in order
+from cems_cli.engine.summaries import SummaryReport
 from cems_cli.errors import UserError
-from cems_cli.maintain import STEPS as MAINTENANCE_STEPS  # `Memory.maintain`'s steps, in order
 from cems_cli.results import SearchResult
 from cems_cli.retrieval.options import RecallOptions, SearchOptions
 from cems_cli.store.records import MemoryRecord
 from cems_cli.store.summaries import StoredSummary
-from cems_cli.summaries import SummaryReport
 
 __all__ = [
     "MAINTENANCE_STEPS",

@@ -15,20 +15,20 @@ from cems_cli.api._server import Teams
 from cems_cli.api._status import Status, _model_bytes
 from cems_cli.api._transfer import Transfer
 from cems_cli.config import Settings
+from cems_cli.engine.summaries import SummaryReport
 from cems_cli.errors import UserError
 from cems_cli.results import SearchResult
 from cems_cli.retrieval.options import RecallOptions, SearchOptions
 from cems_cli.store.records import MemoryRecord
 from cems_cli.store.summaries import StoredSummary
-from cems_cli.summaries import SummaryReport
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-    from cems_cli.maintain import MaintenanceReport
+    from cems_cli.engine.maintain import MaintenanceReport
+    from cems_cli.engine.service import MemoryService
     from cems_cli.progressive import Fetched, IndexEntry, Timeline
-    from cems_cli.service import MemoryService
     from cems_cli.store.audit import AuditEntry
     from cems_cli.store.browse import History, SessionEntry
     from cems_cli.store.lifecycle import Restored
@@ -84,7 +84,7 @@ class Memory(Transfer):
     """
 
     def __init__(self, settings: Settings, *, service: MemoryService | None = None) -> None:
-        from cems_cli.service import MemoryService
+        from cems_cli.engine.service import MemoryService
 
         self._service = service or MemoryService(settings)
         self.rules = Rules(self)
@@ -159,7 +159,7 @@ class Memory(Transfer):
 
     def share(self, id_or_text: str, team: str | None = None) -> Remembered:
         """Share one of your memories (by id or id prefix), a rule included, or new text, with a team."""
-        from cems_cli.rules.manage import share_rule
+        from cems_cli.engine.rule_management import share_rule
 
         team = team or self.settings.team
         if not team:
@@ -260,7 +260,7 @@ class Memory(Transfer):
         """The `<memory-profile>` block a session starts with: pinned guidelines, preferences, recent
         context and learnings of the project."""
         from cems_cli import defaults
-        from cems_cli.recall import build_profile
+        from cems_cli.engine.recall import build_profile
 
         budget = defaults.PROFILE_TOKEN_BUDGET if token_budget is None else token_budget
         return build_profile(self._service, project, budget)
@@ -270,7 +270,7 @@ class Memory(Transfer):
     ) -> tuple[str, list[str]]:
         """`profile`, and the ids of the memories it shows."""
         from cems_cli import defaults
-        from cems_cli.recall import profile_with_ids
+        from cems_cli.engine.recall import profile_with_ids
 
         budget = defaults.PROFILE_TOKEN_BUDGET if token_budget is None else token_budget
         return profile_with_ids(self._service, project, budget)
@@ -290,7 +290,7 @@ class Memory(Transfer):
                  after: int = 5, within: str | None = None) -> Timeline:
         """What was stored around a memory (within its session, else its project) or a session (its
         memories, and its project's before and after), oldest first, as index entries."""
-        from cems_cli.lookup import timeline
+        from cems_cli.engine.lookup import timeline
 
         return timeline(self._service, id_or_prefix, session=session, before=before, after=after,
                         within=within)
@@ -298,7 +298,7 @@ class Memory(Transfer):
     def get_many(self, ids: Sequence[str]) -> list[Fetched]:
         """The live memories of these ids (or prefixes), in order; an id that names none of yours (unknown,
         another user's, forgotten) gets its own one-line error instead of failing the rest."""
-        from cems_cli.lookup import get_many
+        from cems_cli.engine.lookup import get_many
 
         return get_many(self._service, ids)
 
@@ -485,7 +485,7 @@ class Memory(Transfer):
         self, *, dry_run: bool = False, progress: Callable[[str], None] | None = None
     ) -> MaintenanceReport:
         """Consolidate near-duplicates, expire what is past its date, prune the long archived (seed 003)."""
-        from cems_cli.maintain import run_maintenance
+        from cems_cli.engine.maintain import run_maintenance
 
         settings = self._service.live_settings()  # context_ttl_days, archive_grace_days may be stored
         return run_maintenance(self._service.conn, settings, dry_run=dry_run, progress=progress)
@@ -500,7 +500,7 @@ class Memory(Transfer):
     def summarize(self, *, dry_run: bool = False) -> SummaryReport:
         """Bring your summaries up to date now (maintenance does it daily): a group whose memories did not
         change keeps its text; with an LLM configured a new summary is the model's."""
-        from cems_cli.summaries import build_summaries
+        from cems_cli.engine.summaries import build_summaries
 
         return build_summaries(self._service.conn, self._service.live_settings(), dry_run=dry_run)
 

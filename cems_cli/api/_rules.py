@@ -53,13 +53,13 @@ class Rules:
 
     def add(self, rules: Sequence[Rule]) -> list[tuple[Rule, bool]]:
         """Store rules, all or nothing; returns each (with its id) and whether it is new."""
-        from cems_cli.rules.manage import add_rules
+        from cems_cli.engine.rule_management import add_rules
 
         return add_rules(self._memory._service, list(rules))
 
     def list_rules(self, project: str | None = None) -> list[Rule]:
         """The rules in force for you (yours and your team's), optionally those binding one project."""
-        from cems_cli.rules.manage import list_rules
+        from cems_cli.engine.rule_management import list_rules
 
         return list_rules(self._memory._service, project)
 
@@ -72,7 +72,7 @@ class Rules:
         return write_rules_snapshot(service.conn, service.identity, service.settings.home)
 
     def remove(self, rule_id: str) -> str:
-        from cems_cli.rules.manage import remove_rule
+        from cems_cli.engine.rule_management import remove_rule
 
         return remove_rule(self._memory._service, rule_id)
 

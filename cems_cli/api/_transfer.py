@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cems_cli.bulk import ImportLine, ImportReport
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.bulk import ImportLine, ImportReport
+    from cems_cli.engine.service import MemoryService
     from cems_cli.store.records import NewMemory
 
 
@@ -25,11 +25,11 @@ class Transfer:
         before anything is stored (a bad one stores nothing); memories are then stored in committed batches,
         so an interrupted import, run again, resumes. Unless `trusted` (your own export), a line's source,
         source_ref, pin, future date and vectors are dropped, counted in `report.dropped`
-        (cems_cli/bulk.py). `progress(done, total)` counts new memories stored; `index_progress(name, done,
+        (engine/bulk.py). `progress(done, total)` counts new memories stored; `index_progress(name, done,
         total)` follows the index builds of a large load."""
         from collections import Counter
 
-        from cems_cli.bulk import import_memories, parse_jsonl
+        from cems_cli.engine.bulk import import_memories, parse_jsonl
 
         dropped: Counter[str] = Counter()
         memories = parse_jsonl(lines, self._service, default_team=default_team, trusted=trusted,
@@ -48,7 +48,7 @@ class Transfer:
         the memory of `records[i]` (the same id for repeated texts). `trusted` as for `import_jsonl`."""
         from collections import Counter
 
-        from cems_cli.bulk import import_memories, parse_record
+        from cems_cli.engine.bulk import import_memories, parse_record
 
         dropped: Counter[str] = Counter()
         memories = [parse_record(record, self._service, trusted=trusted, dropped=dropped)
@@ -64,7 +64,7 @@ class Transfer:
         service = self._service
         if not service.restricted or not memories:
             return
-        from cems_cli.bulk import ImportLine
+        from cems_cli.engine.bulk import ImportLine
         from cems_cli.store.bulk import existing_ids
         from cems_cli.text.normalize import content_hash
 
@@ -80,6 +80,6 @@ class Transfer:
     def export_jsonl(self, *, embeddings: bool = False) -> Iterator[str]:
         """Every memory of yours as one JSON line each, as `import_jsonl` reads them back; with `embeddings`,
         each line carries its vectors (a trusted import into a store of the same model skips the model)."""
-        from cems_cli.bulk import export_lines
+        from cems_cli.engine.bulk import export_lines
 
         return export_lines(self._service, embeddings=embeddings)

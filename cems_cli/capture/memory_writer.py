@@ -21,7 +21,7 @@ from cems_cli.store import observer as store
 
 if TYPE_CHECKING:
     from cems_cli.capture.observer import RunReport
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
     from cems_cli.store.records import NewMemory
 
 log = logging.getLogger("cems.observer")

@@ -43,8 +43,8 @@ from cems_cli.store.observer import FileRow
 
 if TYPE_CHECKING:
     from cems_cli.config import Settings
+    from cems_cli.engine.service import MemoryService
     from cems_cli.llm import JsonChat
-    from cems_cli.service import MemoryService
 
 log = logging.getLogger("cems.observer")
 _T = TypeVar("_T")

@@ -23,7 +23,7 @@ from cems_cli.config import Settings
 from cems_cli.plumbing import procinfo
 
 if TYPE_CHECKING:
-    from cems_cli.maintain import PeriodicMaintenance
+    from cems_cli.engine.maintain import PeriodicMaintenance
 
 log = logging.getLogger("cems.observer")
 
@@ -136,8 +136,8 @@ def run(
     stop: threading.Event | None = None,
 ) -> RunReport:
     """Observe until stopped (or one pass with `once`); AlreadyRunning if another observer holds the lock."""
-    from cems_cli.maintain import PeriodicMaintenance
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.maintain import PeriodicMaintenance
+    from cems_cli.engine.service import MemoryService
 
     lock = PidLock(settings.home)
     lock.acquire()
@@ -421,7 +421,7 @@ def _wait_released(home: Path, timeout: float) -> bool:
 
 def status(settings: Settings, observer_settings: ObserverSettings) -> dict[str, Any]:
     """`cems observe status`'s JSON document."""
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     pid = holder(settings.home)
     running = _running_state(settings.home, pid)

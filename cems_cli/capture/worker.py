@@ -38,7 +38,7 @@ from cems_cli.capture.tool_patterns import ToolEvent, pattern_statements
 if TYPE_CHECKING:
     from cems_cli.capture.observer import Observer
     from cems_cli.config import Settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
 TOOL_BATCH = 500
 TURN_BATCH = 20
@@ -119,7 +119,7 @@ class _Worker:
     @property
     def service(self) -> MemoryService:
         if self._service is None:
-            from cems_cli.service import MemoryService
+            from cems_cli.engine.service import MemoryService
 
             self._service = MemoryService(self.settings)
         return self._service

@@ -1,4 +1,4 @@
-"""`cems maintain`: expire, consolidate and prune your memories (cems_cli/maintain.py); `cems restore`
+"""`cems maintain`: expire, consolidate and prune your memories (cems_cli/engine/maintain.py); `cems restore`
 brings back what it archived."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`cems summaries`: the summaries overview questions are answered from (cems_cli/summaries.py)."""
+"""`cems summaries`: the summaries overview questions are answered from (cems_cli/engine/summaries.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bulk transfer commands: `cems import FILE.jsonl` and `cems export [--out FILE]` (format: cems_cli.bulk)."""
+"""Bulk transfer commands: `cems import FILE.jsonl` and `cems export [--out FILE]` (format: engine/bulk)."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ from cems_cli.evaluation.sessions_data import (
 
 if TYPE_CHECKING:
     from cems_cli.capture.observer import Observer, RunReport
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
 TRIGGERS = ("both", "hooks", "observer")
 EVAL_USER = "eval:sessions"
@@ -84,7 +84,7 @@ class Capture:
     observer: dict[str, int] = field(default_factory=dict)
     worker: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
-    summaries: dict[str, int] | None = None  # cems_cli/summaries.py's report, when summaries are on
+    summaries: dict[str, int] | None = None  # cems_cli/engine/summaries.py's report, when summaries are on
 
     def add_observer(self, report: RunReport) -> None:
         for key, value in report.to_json().items():
@@ -129,7 +129,7 @@ def run_sessions(dataset: SessionSet, base: Settings, *, trigger: str = "both", 
     with throwaway_home() as home, _environment(home, mode):
         settings = base.model_copy(update={"home": home, "user": EVAL_USER, "team": None,
                                            "database_url": None, "project": None})
-        from cems_cli.service import MemoryService
+        from cems_cli.engine.service import MemoryService
 
         service = MemoryService(settings)
         try:
@@ -138,7 +138,7 @@ def run_sessions(dataset: SessionSet, base: Settings, *, trigger: str = "both", 
                 capture = _capture(dataset, settings, service, home, trigger, update, offset)
             if settings.summaries:
                 # What the observer's daily maintenance makes of them before the questions are asked.
-                from cems_cli.summaries import build_summaries
+                from cems_cli.engine.summaries import build_summaries
 
                 capture.summaries = build_summaries(service.conn, settings).to_json()
             ingest_seconds = time.perf_counter() - started

@@ -111,7 +111,7 @@ def handle(payload: dict) -> dict | None:
         return None
     text = answer.get("recall")
     if not isinstance(text, str):  # a server started by an earlier version, still running: format here
-        from cems_cli.recall import format_recall
+        from cems_cli.engine.recall import format_recall
 
         text = format_recall(answer["results"], project)
     return additional_context_answer("UserPromptSubmit", text) if text else None

@@ -108,7 +108,7 @@ def _overview(
     trace: Trace,
 ) -> list[SearchResult]:
     """Step 14.5 (RAPTOR): an overview question ("catch me up", "what have we done on billing this
-    month?") gets the summaries of groups of memories most like it first (cems_cli/summaries.py), in place
+    month?") gets the summaries of groups of memories most like it first (engine/summaries.py), in place
     of the weakest memories; a question naming no topic, its project's overview first. A time the question
     names keeps the summaries whose period overlaps it."""
     from cems_cli.retrieval.adjust import normalised_project, project_factor

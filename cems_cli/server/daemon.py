@@ -106,7 +106,7 @@ class SearchServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             exclude_ids=frozenset(_ids(request.get("exclude"))),
         )
         found = [r.to_json() for r in memory.recall(str(request.get("query", "")), options)]
-        from cems_cli.recall import format_recall
+        from cems_cli.engine.recall import format_recall
 
         # The block the prompt hook injects, formatted here: the hook, a process per prompt, then need not
         # import the formatting (and what it imports) at all.

@@ -1,7 +1,7 @@
 """SQL for lifecycle maintenance: near-duplicate pairs (HNSW), merging, expiry, pruning, the run record.
 
 Everything here works on one user's own memories (personal and those they shared) and never changes a pinned
-memory. The orchestration (which memory survives a merge, one transaction per step) is cems_cli/maintain.py.
+memory. The orchestration (which memory survives a merge, one transaction per step) is engine/maintain.py.
 """
 
 from __future__ import annotations

@@ -192,9 +192,9 @@ class _Pages:
     def _preview(self, prompt: str, folder: str) -> dict[str, Any]:
         """What the SessionStart and UserPromptSubmit hooks would inject in `folder` (their code: the same
         project rule, profile, trivial-prompt test, recall with the profile's ids left out, formatting)."""
+        from cems_cli.engine.recall import format_recall
         from cems_cli.hookhandlers.user_prompt_submit import is_trivial
         from cems_cli.project import project_for_dir
-        from cems_cli.recall import format_recall
 
         folder = folder.strip()
         if folder and not os.path.isdir(folder):

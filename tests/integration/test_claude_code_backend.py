@@ -70,7 +70,7 @@ def claude_env(env, claude, tmp_path, monkeypatch):
 
 def test_extraction_runs_through_the_claude_code_cli_and_is_never_observed(claude_env, tmp_path, monkeypatch):
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     root = tmp_path / "projects"
     path = root / "p" / "llm-session-1.jsonl"

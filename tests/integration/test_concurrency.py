@@ -20,7 +20,7 @@ MIGRATE = textwrap.dedent("""
 REMEMBER = textwrap.dedent("""
     import json, sys
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
     worker = int(sys.argv[1])
     ids = []
     with MemoryService(load_settings()) as svc:

@@ -22,8 +22,8 @@ def captured(env, tmp_path, monkeypatch):
     from cems_cli.capture.observer import Observer
     from cems_cli.capture.observer_settings import ObserverSettings
     from cems_cli.config import get_settings
+    from cems_cli.engine.service import MemoryService
     from cems_cli.project import project_for_dir
-    from cems_cli.service import MemoryService
 
     project = project_for_dir(CWD)
     monkeypatch.setenv("CEMS_PROJECT", project)

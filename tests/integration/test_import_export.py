@@ -215,7 +215,7 @@ def test_export_leaves_out_archived_memories(cli):
 def test_bulk_write_rebuilds_the_search_indexes_it_dropped(env):
     """The first-big-load path: indexes dropped, rows copied, indexes recreated from their own definitions."""
     from cems_cli.config import get_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
     from cems_cli.store import bulk as store
     from cems_cli.store.records import NewMemory
 

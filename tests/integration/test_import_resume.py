@@ -46,7 +46,7 @@ def _search_indexes(svc) -> list[str]:
 
 
 def test_an_interrupted_import_keeps_its_batches_and_resumes_without_duplicates(lone_store, monkeypatch):
-    from cems_cli import bulk
+    from cems_cli.engine import bulk
 
     monkeypatch.setattr(bulk, "COMMIT_BATCH", 10)
     texts = _texts(35)
@@ -62,8 +62,8 @@ def test_an_interrupted_import_keeps_its_batches_and_resumes_without_duplicates(
 
 def test_a_large_load_builds_the_indexes_once_and_maintenance_finishes_an_interrupted_one(
         lone_store, monkeypatch):
-    from cems_cli import bulk
-    from cems_cli.maintain import run_maintenance
+    from cems_cli.engine import bulk
+    from cems_cli.engine.maintain import run_maintenance
     from cems_cli.store import bulk as store
 
     monkeypatch.setattr(bulk, "COMMIT_BATCH", 10)
@@ -125,7 +125,7 @@ def _vectors(svc_conn, user: str) -> dict[str, list[np.ndarray]]:
 
 def test_a_trusted_import_stores_the_exported_vectors_without_the_model(cli, env, monkeypatch):
     from cems_cli.config import get_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     assert cli("remember", "The nightly backup runs at 02:00 UTC.").code == 0
     assert cli("import", "-", stdin=json.dumps({"content": LONG}).encode()).code == 0
@@ -161,7 +161,7 @@ def test_an_untrusted_import_embeds_the_text_again(cli, monkeypatch):
             "embedding_model": get_settings().resolved_embedding_model}
     report = cli("import", "-", "--json", stdin=json.dumps(line).encode()).json()
     assert report["imported"] == 1 and report["dropped"] == {"embedding": 1}
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     with MemoryService(get_settings()) as svc:
         stored = svc.conn.execute(
@@ -203,8 +203,8 @@ def test_bad_vectors_are_refused_by_line_and_store_nothing(cli, change, message)
 
 
 def test_index_builds_get_the_memory_an_hnsw_graph_needs_on_this_machine_only(lone_store, env):
-    from cems_cli.bulk import build_memory_mb
     from cems_cli.config import load_settings
+    from cems_cli.engine.bulk import build_memory_mb
     from cems_cli.store import bulk as store
 
     # ~1.8 KB a 384-dimension element, a quarter more: 1M vectors want about 2.3 GB, 10k about 90 MB.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cems_cli.service import MemoryService
+from cems_cli.engine.service import MemoryService
 from cems_cli.store import lexical
 from cems_cli.store.search import SearchFilters
 from tests.integration.test_lexical_pruning import TEXTS
@@ -14,7 +14,7 @@ from tests.integration.test_lexical_pruning import TEXTS
 
 @pytest.fixture
 def lone(lone_store):
-    from cems_cli.bulk import import_memories
+    from cems_cli.engine.bulk import import_memories
 
     import_memories(lone_store, [lone_store.prepare(text) for text in TEXTS])
     lone_store.conn.execute("ANALYZE memory_chunks")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cems_cli.config import get_settings
-from cems_cli.service import MemoryService
+from cems_cli.engine.service import MemoryService
 from cems_cli.store import lexical as store_lexical
 from cems_cli.store import search as store_search
 

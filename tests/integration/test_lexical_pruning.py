@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cems_cli.config import get_settings
-from cems_cli.service import MemoryService
+from cems_cli.engine.service import MemoryService
 from cems_cli.store import lexical
 from cems_cli.store.search import SearchFilters
 
@@ -25,7 +25,7 @@ TEXTS = [
 
 @pytest.fixture
 def service(env):
-    from cems_cli.bulk import import_memories
+    from cems_cli.engine.bulk import import_memories
 
     with MemoryService(get_settings()) as svc:
         import_memories(svc, [svc.prepare(text) for text in TEXTS])
@@ -85,7 +85,7 @@ def test_past_the_first_terms_only_chunks_holding_enough_of_the_others_are_score
     """After the rarest term, a chunk holding "beta" alone or "gamma" alone cannot reach the scores found,
     but one holding both can: only chunks holding both are scored (an AND), and the result is what scoring
     every match gives."""
-    from cems_cli.bulk import import_memories
+    from cems_cli.engine.bulk import import_memories
 
     with MemoryService(get_settings()) as svc:
         import_memories(svc, [svc.prepare(text) for text in SETS_TEXTS])

@@ -34,7 +34,7 @@ DEPLOY = "Deploy the billing service on Fridays only after the QA sign-off."
 @pytest.fixture
 def svc(env):
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     with MemoryService(load_settings()) as service:
         yield service
@@ -360,7 +360,7 @@ def test_other_users_and_other_scopes_are_untouched(svc, cli, env):
 
 def test_concurrent_runs_never_merge_a_memory_twice(svc, env):
     from cems_cli.config import load_settings
-    from cems_cli.maintain import run_maintenance
+    from cems_cli.engine.maintain import run_maintenance
     from cems_cli.store.db import connect
 
     ids = [remember(svc, TESTS_A), remember(svc, TESTS_B),
@@ -528,7 +528,7 @@ def _fixture_pairs() -> list[dict]:
 def test_memories_one_value_apart_are_never_merged_and_a_paraphrase_is(svc, cli):
     """The finding: "Staging runs Kubernetes 1.29" and "Production runs Kubernetes 1.27" became one memory.
     Near misses whose cosine passes the threshold, one pair per fact so that no two pairs are alike."""
-    from cems_cli.maintain import SIMILARITY_THRESHOLD
+    from cems_cli.engine.maintain import SIMILARITY_THRESHOLD
 
     pairs = _fixture_pairs()
     facts: set[str] = set()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cems_cli.config import get_settings
-from cems_cli.service import MemoryService
+from cems_cli.engine.service import MemoryService
 from cems_cli.store.summaries import project_members
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from cems_cli.service import MemoryService, UserError
+from cems_cli.engine.service import MemoryService, UserError
 from cems_cli.text.normalize import TRUNCATED_MARK
 
 LIMIT = 16 * 1024

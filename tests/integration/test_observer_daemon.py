@@ -22,7 +22,7 @@ from tests.integration.test_observer_synth import SessionWriter, dump, one_pass
 @pytest.fixture
 def svc(env):
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     with MemoryService(load_settings()) as service:
         yield service

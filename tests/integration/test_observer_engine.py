@@ -22,7 +22,7 @@ from tests.support.paths import SAMPLE_SESSION, SAMPLE_TRANSCRIPT
 @pytest.fixture
 def svc(env):
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     with MemoryService(load_settings()) as service:
         yield service
@@ -311,7 +311,7 @@ def test_secrets_and_private_blocks_reach_neither_memories_nor_pending_state(svc
 
 def test_two_observers_on_the_same_files_store_each_chunk_once(svc, tmp_path):
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     root = tmp_path / "projects"
     paths = [root / "p" / f"race-{i}.jsonl" for i in range(2)]

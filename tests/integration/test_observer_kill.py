@@ -58,7 +58,7 @@ def memories(conn, user: str) -> list[tuple]:
 @pytest.mark.slow
 def test_kill_9_twenty_times_during_ingestion_loses_and_duplicates_nothing(env, tmp_path):
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     first, second = tmp_path / "root-a", tmp_path / "root-b"
     files = [

@@ -22,7 +22,7 @@ TASK = re.compile(r"User: (Task \d+): (.*?) because", re.S)
 @pytest.fixture
 def svc(env):
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     with MemoryService(load_settings()) as service:
         yield service

@@ -362,7 +362,7 @@ def test_seeded_secrets_never_reach_the_spool_or_the_database(capture_env):
 
 def stored_rows_containing(user: str, needle: str) -> list[str]:
     from cems_cli.config import get_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     with MemoryService(get_settings()) as service:
         return [
@@ -393,7 +393,7 @@ def git_project(path: Path, remote: str = "git@github.com:acme/api.git") -> str:
 
 def patterns(user: str) -> list[tuple[str, str, str, list[str]]]:
     from cems_cli.config import get_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     with MemoryService(get_settings()) as service:
         return [

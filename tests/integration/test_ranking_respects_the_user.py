@@ -62,8 +62,8 @@ def test_a_captured_session_that_asked_the_question_does_not_outrank_the_answer(
     from cems_cli.capture.observer import Observer
     from cems_cli.capture.observer_settings import ObserverSettings
     from cems_cli.config import load_settings
+    from cems_cli.engine.service import MemoryService
     from cems_cli.hookhandlers import user_prompt_submit
-    from cems_cli.service import MemoryService
     from tests.support.transcripts import Transcript
 
     cwd = "/home/dev/acme/api"  # the project `env` sets: project:acme/api
@@ -102,7 +102,7 @@ def test_the_prompt_hook_leaves_out_what_capture_took_from_another_project(cli, 
     session record, its tool patterns), though a search still finds them; B's captured preferences and what
     the user wrote in B still count."""
     from cems_cli.config import get_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     lines = [
         {"content": "Claude Code session 9f8e7d6c in billing on branch chore/lint. Asked: Run the linters "

@@ -78,7 +78,7 @@ def test_prompt_recall_injects_a_memory_block(served):
     assert "make test" in text.splitlines()[2]  # the best memory comes first, with its id and category
     assert "(patterns, " in text
     # The block was formatted by the server, as the hook would have formatted its results.
-    from cems_cli.recall import format_recall
+    from cems_cli.engine.recall import format_recall
     from cems_cli.server.client import call
 
     project = served["CEMS_PROJECT"]

@@ -32,7 +32,7 @@ MORE_SECRETS = (VAULT_TOKEN, PYPI_TOKEN, TELEGRAM_TOKEN, NETRC_PASSWORD, SAS_SIG
 def stored_text(user: str) -> str:
     """Every column of the user's memories, chunks and rule specs, as one text to search for secrets."""
     from cems_cli.config import get_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     with MemoryService(get_settings()) as service:
         conn = service.conn
@@ -84,7 +84,7 @@ def test_pin_redacts_its_reason(cli, env):
 def test_share_redacts_fields_a_memory_kept_from_before(cli, env):
     """A row stored before fields were redacted does not carry its secrets into the team's copy."""
     from cems_cli.config import get_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     team = {"CEMS_TEAM": "platform"}
     memory_id = cli("remember", "Cache warming runs at 06:00.", "--json", extra_env=team).json()["id"]
@@ -128,7 +128,7 @@ def test_rule_reasons_are_redacted_in_the_database_and_the_snapshot(cli, env, tm
 
 def test_a_reason_stored_before_redaction_is_redacted_in_the_snapshot(cli, env):
     from cems_cli.config import get_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     rule_id = cli("rule", "add", "terraform destroy*", "--tool", "Bash", "--json").json()["id"]
     with MemoryService(get_settings()) as service:

@@ -218,7 +218,7 @@ def test_a_pattern_is_no_part_of_the_session_capture_first_saw_it_in(cli, tmp_pa
 
 def test_search_settings_are_set_once_per_connection(env):
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
     from cems_cli.store.search import HNSW_EF_SEARCH, prepare_session
 
     with MemoryService(load_settings()) as svc:
@@ -305,7 +305,7 @@ def test_a_search_asked_at_a_given_moment_counts_time_from_it(env):
     from datetime import UTC, datetime
 
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     created = datetime(2025, 1, 1, 12, tzinfo=UTC)
     with MemoryService(load_settings()) as svc:

@@ -17,7 +17,7 @@ IGNORED = "Use tabs for indentation in the Makefile."
 @pytest.fixture
 def svc(env):
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     with MemoryService(load_settings()) as service:
         yield service
@@ -51,7 +51,7 @@ def usage(svc, memory_id: str) -> tuple:
 
 
 def test_recall_stamps_last_recalled_only_and_keeps_captured_context_alive(svc, server, env):
-    from cems_cli.maintain import run_maintenance
+    from cems_cli.engine.maintain import run_maintenance
 
     long_ago = datetime.now(UTC) - timedelta(days=120)
     recalled, _ = svc.remember(RECALLED, category="context", source="session", created_at=long_ago)

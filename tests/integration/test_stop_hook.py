@@ -89,7 +89,7 @@ def wait_for_worker(home: str | Path, count: int) -> list[dict]:
 
 def memories(user: str, category: str | None = None) -> list[dict]:
     from cems_cli.config import get_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     with MemoryService(get_settings()) as service:
         rows = service.conn.execute(
@@ -242,7 +242,7 @@ def test_the_stop_trigger_and_the_observer_store_a_turn_once(capture_env, transc
     from cems_cli.capture.observer import Observer
     from cems_cli.capture.observer_settings import ObserverSettings
     from cems_cli.config import get_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     redis_turn(transcript)
     stop(capture_env, stop_payload(transcript))

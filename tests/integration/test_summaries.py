@@ -22,7 +22,7 @@ ALONE = ("Memcached was dropped as the session cache because it evicted admin se
 @pytest.fixture
 def svc(env):
     from cems_cli.config import load_settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     with MemoryService(load_settings()) as service:
         yield service
@@ -99,8 +99,8 @@ def test_an_overview_question_gets_the_summary_first_and_a_question_of_fact_does
 
 @pytest.mark.real_model  # judges ranking: the overview summary first
 def test_the_prompt_hook_injects_the_overview(svc, memories, env):
-    from cems_cli.recall import format_recall
-    from cems_cli.summaries import build_summaries
+    from cems_cli.engine.recall import format_recall
+    from cems_cli.engine.summaries import build_summaries
 
     build_summaries(svc.conn, svc.settings)
     results = svc.recall("what have we done on invoices so far?", svc.recall_options(current_project=PROJECT))
@@ -192,7 +192,7 @@ def test_the_summaries_command_lists_filters_and_explains_an_empty_list(cli, mem
 
 
 def test_summaries_keep_to_the_scope_the_budget_and_the_confidence_floor(cli, svc, memories):
-    from cems_cli.summaries import build_summaries
+    from cems_cli.engine.summaries import build_summaries
 
     build_summaries(svc.conn, svc.settings)
     question = "catch me up on the session cache"
@@ -211,8 +211,8 @@ def test_reindexing_drops_the_summaries_and_takes_the_new_dimension(lone_store):
     again) and their column takes the new dimension."""
     import numpy as np
 
+    from cems_cli.engine.summaries import build_summaries
     from cems_cli.store.reindex import reindex
-    from cems_cli.summaries import build_summaries
 
     lone = lone_store
     for text in (REDIS_A, REDIS_B):
@@ -235,7 +235,7 @@ def test_reindexing_drops_the_summaries_and_takes_the_new_dimension(lone_store):
 def test_a_memory_forgotten_while_its_summary_is_made_leaves_no_summary(svc, memories, monkeypatch):
     """Summaries are made outside the write's transaction (an LLM may take its time): a memory archived in
     between leaves its group unwritten, and the others are written."""
-    import cems_cli.summaries as summaries
+    import cems_cli.engine.summaries as summaries
 
     embed = summaries._embed
 

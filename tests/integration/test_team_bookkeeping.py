@@ -184,8 +184,8 @@ def test_a_members_llm_backlog_goes_through_the_functions(world, fake_openai, tm
     from cems_cli.capture.observer import Observer
     from cems_cli.capture.observer_settings import ObserverSettings
     from cems_cli.config import load_settings
+    from cems_cli.engine.service import MemoryService
     from cems_cli.llm import LLMClient
-    from cems_cli.service import MemoryService
     from tests.integration.test_observer_llm import extractor
     from tests.integration.test_observer_synth import write_session
 

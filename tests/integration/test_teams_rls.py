@@ -329,7 +329,7 @@ def test_quotas_trip_before_any_embedding(world, monkeypatch):
     world.ok(world.alice, "remember", "second of two")
     world.ok(world.alice, "remember", "second of two")  # a duplicate stores nothing: not refused
 
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     def no_embedding(self):
         raise AssertionError("embedded before the quota was checked")

@@ -1,5 +1,5 @@
 """Consolidation merges two wordings of one fact, never two facts one value apart (cems_cli/text/values.py,
-cems_cli/maintain.same_fact), on the pairs of tests/fixtures/consolidation_pairs.json (written by
+cems_cli/engine/maintain.same_fact), on the pairs of tests/fixtures/consolidation_pairs.json (written by
 bench/consolidation_pairs.py, each with its cosine under the local embedding model)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cems_cli.maintain import SIMILARITY_THRESHOLD, same_fact
+from cems_cli.engine.maintain import SIMILARITY_THRESHOLD, same_fact
 from cems_cli.text.values import differences, same_values
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "consolidation_pairs.json"

@@ -200,7 +200,7 @@ def test_a_fact_is_found_in_what_a_memory_says_never_in_its_header():
     assert memory_text(line) == "Run `make test` before pushing."
     assert memory_text("- [1a2b3c4d] (learnings, 2026-11-20) x (y)") == "x (y)"
     # What the block made inert is still what the memory says: a fact with a '<' is found in it.
-    from cems_cli.recall import format_recall
+    from cems_cli.engine.recall import format_recall
 
     block = format_recall([{"id": "1a2b3c4d", "category": "decisions", "created_at": "2026-11-20",
                             "content": "Subjects are ingest.<tenant>.<kind>."}])

@@ -1,4 +1,4 @@
-"""Which memory survives a merge, and which near duplicates go into it (cems_cli/maintain.plan_merges)."""
+"""Which memory survives a merge, and which near duplicates go into it (engine/maintain.plan_merges)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from cems_cli.maintain import MaintenanceReport, MergeGroup, mergeable, plan_merges
+from cems_cli.engine.maintain import MaintenanceReport, MergeGroup, mergeable, plan_merges
 from cems_cli.store.lifecycle import Candidate, kept_apart, project_of
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC)

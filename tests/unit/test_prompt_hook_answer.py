@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from cems_cli.engine.recall import format_recall
 from cems_cli.hookhandlers import user_prompt_submit
-from cems_cli.recall import format_recall
 
 RESULT = {"id": "0123456789abcdef", "category": "patterns", "created_at": "2026-11-01T10:00:00+00:00",
           "content": "Run the tests with make test", "score": 0.9, "confidence": 0.8}

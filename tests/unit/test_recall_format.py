@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cems_cli.recall import format_recall
+from cems_cli.engine.recall import format_recall
 
 
 def _result(content: str, citation: str, confidence: float) -> dict:
@@ -65,7 +65,7 @@ def test_the_profile_block_is_inert_too(monkeypatch):
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
-    from cems_cli import recall
+    from cems_cli.engine import recall
     from cems_cli.store import profile
 
     record = SimpleNamespace(id="1a2b3c4d5e6f", category="decisions", content=HOSTILE,
@@ -85,7 +85,7 @@ def test_profile_lines_say_who_wrote_each_memory(monkeypatch):
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
-    from cems_cli import recall
+    from cems_cli.engine import recall
     from cems_cli.store import profile
 
     def record(n: int, source: str | None, ref: str | None) -> SimpleNamespace:

@@ -17,7 +17,7 @@ def test_no_public_method_is_named_like_a_builtin_type():
     """A method named `list` shadows the builtin in the annotations of its own class (mypy reads
     `-> list[str]` there as the method): the library names what it lists instead."""
     from cems_cli.api import Config, Memory, Rules, Teams
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
     for cls in (Memory, Config, Rules, Teams, MemoryService):
         assert not {"list", "dict", "tuple"} & set(vars(cls)), cls.__name__

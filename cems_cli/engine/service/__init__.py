@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from cems_cli.engine.service._writing import Writing
 from cems_cli.errors import UserError
 from cems_cli.models import PinCategory, parse_choice
 from cems_cli.results import SearchResult
-from cems_cli.service._writing import Writing
 from cems_cli.store.records import MemoryRecord
 
 if TYPE_CHECKING:

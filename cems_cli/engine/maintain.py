@@ -14,7 +14,7 @@ Pinned memories are never archived, merged away, changed or deleted by any step.
   own text survives a captured copy of it.
 - Pruning: memories archived more than CEMS_ARCHIVE_GRACE_DAYS ago are deleted with their chunks.
 - Summaries: each project's groups of alike memories and the project itself are summarised again where
-  their memories changed (cems_cli/summaries.py; CEMS_SUMMARIES=false leaves them out).
+  their memories changed (cems_cli/engine/summaries.py; CEMS_SUMMARIES=false leaves them out).
 - Scrubbing, after the user purged memories (`cems forget --purge`) or pruning deleted some: a DELETE leaves
   the text in the database files; the tables are rewritten, the WAL that recorded it retired and the query
   cache emptied (store/scrub.scrub, where what remains is listed).
@@ -39,7 +39,7 @@ from cems_cli.store.lifecycle import Candidate
 
 if TYPE_CHECKING:
     from cems_cli.config import Settings
-    from cems_cli.summaries import SummaryReport
+    from cems_cli.engine.summaries import SummaryReport
 
 log = logging.getLogger("cems.maintain")
 
@@ -257,7 +257,7 @@ def _build_pending_indexes(conn: psycopg.Connection, settings: Settings,
                            progress: Callable[[str], None] | None) -> list[str]:
     """First, the search indexes an interrupted large import dropped (searches and the merge probe need
     them). Only the store's owner can build them: on a shared server a member's maintenance leaves them."""
-    from cems_cli.bulk import build_memory_mb
+    from cems_cli.engine.bulk import build_memory_mb
     from cems_cli.store import bulk
 
     if not bulk.pending_search_indexes(conn):
@@ -273,7 +273,7 @@ def _build_pending_indexes(conn: psycopg.Connection, settings: Settings,
 def summarize(conn: psycopg.Connection, settings: Settings, *, dry_run: bool, wait: bool) -> SummaryReport:
     """The summaries step: made outside any transaction (an LLM may take its time), written in one that
     holds the maintenance lock."""
-    from cems_cli.summaries import build_summaries
+    from cems_cli.engine.summaries import build_summaries
 
     @contextlib.contextmanager
     def locked() -> Iterator[None]:

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     import psycopg
 
     from cems_cli.config import Settings
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
 # Texts per embedder call: large enough that the embedder's own length sorting pays off, small enough that
 # the progress bar moves every second or so.

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from cems_cli.engine.service._resources import ServiceResources
 from cems_cli.errors import UserError
 from cems_cli.models import CAPTURED_SOURCES, MemoryCategory, MemoryScope, PinCategory, parse_choice
-from cems_cli.service._resources import ServiceResources
 from cems_cli.store.records import NewMemory
 from cems_cli.text.normalize import InvalidText, clean_context, clean_text, content_hash, truncate_to_bytes
 

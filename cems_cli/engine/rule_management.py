@@ -8,7 +8,7 @@ from cems_cli.errors import UserError
 from cems_cli.rules.model import Rule
 
 if TYPE_CHECKING:
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
 
 def rule_text(rule: Rule) -> str:

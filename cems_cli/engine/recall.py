@@ -8,7 +8,7 @@ TYPE_CHECKING = False  # the prompt hook imports this module: `typing` alone cos
 if TYPE_CHECKING:
     from typing import Any
 
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
 
 def _line(memory_id: str, category: str, created: str, text: str, about: str = "") -> str:

@@ -21,7 +21,7 @@ from cems_cli.progressive import (
 )
 
 if TYPE_CHECKING:
-    from cems_cli.service import MemoryService
+    from cems_cli.engine.service import MemoryService
 
 
 def _window(name: str, value: int) -> int:
