@@ -34,3 +34,26 @@ BEGIN
     RETURN NEW;
 END
 $$;
+
+-- Last: every SECURITY DEFINER function of the schema (those above included) runs with messages below
+-- WARNING kept from its caller and the planner's debug output off. A member who SET client_min_messages =
+-- log and debug_print_plan = on read the plan trees of the statements inside the functions, and with them
+-- row estimates the planner takes from pg_statistic over every user's rows (how many chunks hold a word,
+-- a tag, a team). A caller cannot override a function's SET clause. The log_*_stats and log_statement
+-- settings that would also print plans are a superuser's to set.
+DO $$
+DECLARE
+    fn text;
+BEGIN
+    FOR fn IN SELECT p.oid::regprocedure::text FROM pg_proc p
+              WHERE p.pronamespace = current_schema()::regnamespace AND p.prosecdef
+                AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = 'pg_proc'::regclass
+                                AND e.objid = p.oid AND e.deptype = 'e')
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s SET client_min_messages = warning', fn);
+        EXECUTE format('ALTER FUNCTION %s SET debug_print_plan = off', fn);
+        EXECUTE format('ALTER FUNCTION %s SET debug_print_parse = off', fn);
+        EXECUTE format('ALTER FUNCTION %s SET debug_print_rewritten = off', fn);
+    END LOOP;
+END
+$$;

@@ -54,3 +54,30 @@ def test_the_author_cannot_rewrite_a_memory_an_admin_pinned(world):
                            ([pinned], Jsonb({"archived": True}))).fetchone()[0] == 1
     assert _row(world, pinned, "content", "title", "context", "category", "pinned_by") == (
         harmless, None, None, "general", world.alice)
+
+
+def test_a_member_reads_no_plan_of_the_statements_inside_the_functions(world):
+    world.ok(world.alice, "remember", "alice's vault password is zqhuntertwo")
+    with world.connect(world.bob) as bob:
+        details: list[str] = []
+        bob.add_notice_handler(lambda d: details.append((d.message_primary or "") + (d.message_detail or "")))
+        bob.execute("SET plan_cache_mode = force_custom_plan")
+        bob.execute("SET client_min_messages = log")
+        for setting in ("debug_print_plan", "debug_print_parse", "debug_print_rewritten"):
+            bob.execute(f"SET {setting} = on")
+        bob.execute("SELECT * FROM cems_fts_match(to_tsquery('english', 'zqhuntertwo'), 'both', %s)",
+                    (world.red,)).fetchall()
+        bob.execute("SELECT id FROM cems_visible_documents(NULL, %s::text[])", (["x"],)).fetchall()
+        bob.execute("SELECT * FROM cems_chunk_stats('shared', %s, 0, 0)", (world.red,)).fetchall()
+    # The caller's own statement is a function scan; what runs inside (the tables, their estimates) is not
+    # printed.
+    assert not [d[:200] for d in details if "memory_" in d or ":relid" in d]
+    # Every SECURITY DEFINER function of the schema carries the settings.
+    rows = world.admin.execute(
+        "SELECT p.oid::regprocedure::text, p.proconfig FROM pg_proc p "
+        "WHERE p.pronamespace = current_schema()::regnamespace AND p.prosecdef").fetchall()
+    assert len(rows) > 80
+    for name, config in rows:
+        for setting in ("client_min_messages=warning", "debug_print_plan=off", "debug_print_parse=off",
+                        "debug_print_rewritten=off"):
+            assert setting in (config or []), (name, config)
