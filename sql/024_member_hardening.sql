@@ -35,6 +35,236 @@ BEGIN
 END
 $$;
 
+-- 2. A member's shared memory climbs no teammate's session by its counters or its dates. Session profiles
+--    order Preferences by priority and access count, Recent context by creation date. A member set
+--    priority 2.0 and access_count 2^31 on their shared memories through cems_update_memories (unaudited),
+--    stored one created on 2099-12-31, and called cems_record_access on a teammate's shared memory 26
+--    times to raise it to priority 2.0. Now:
+--    - dates a member writes (created_at, updated_at, last_accessed, last_recalled) are at most now();
+--    - on a shared memory a member's cems_update_memories leaves priority, access_count, last_accessed and
+--      last_recalled as they are (only cems_record_access and cems_record_recall move them), and
+--      archived_at is the stamp trigger's on any memory. Maintenance merging two of a member's own shared
+--      memories therefore keeps the kept one's counters rather than adding the other's: a small loss of
+--      ranking signal, on shared memories only;
+--    - cems_record_access counts a caller's access to someone else's shared memory once a day at most (a
+--      row per caller and memory says when it last did); their own memories count every time, as before;
+--    - merged_from and a priority changed by hand (not with the access count) are audited on shared
+--      memories, with the rest of a change.
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.cems_insert_memory(
+    p_content text, p_content_hash text, p_team text, p_scope text, p_category text, p_title text,
+    p_tags text[], p_source text, p_source_ref text, p_pinned boolean, p_pin_reason text, p_pin_category text,
+    p_expires_at timestamptz, p_created_at timestamptz, p_context text)
+RETURNS uuid LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+DECLARE
+    me         text := {{SCHEMA}}.cems_user();
+    privileged boolean := {{SCHEMA}}.cems_privileged();
+    created    timestamptz := coalesce(p_created_at, now());
+    new_id     uuid;
+BEGIN
+    -- NULL-safe: an unknown is a no (coalesce), never a pass.
+    IF NOT privileged AND NOT coalesce(
+        (p_scope = 'personal' AND p_team IS NULL)
+        OR (p_scope = 'shared' AND p_category IS DISTINCT FROM 'rules' AND p_team = ANY ({{SCHEMA}}.cems_my_teams()))
+        OR (p_scope = 'shared' AND p_category = 'rules' AND p_team = ANY ({{SCHEMA}}.cems_admin_teams())), false) THEN
+        RAISE EXCEPTION 'you may not add memories to team %', p_team USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF NOT privileged AND created > now() THEN
+        created := now();  -- a memory is not from the future: "Recent context" would show it first for ever
+    END IF;
+    INSERT INTO {{SCHEMA}}.memory_documents AS d (
+        content, content_hash, user_id, team_id, scope, category, title, tags, source, source_ref, pinned,
+        pin_reason, pin_category, expires_at, created_at, updated_at, context)
+    VALUES (p_content, p_content_hash, me, p_team, p_scope, p_category, p_title, coalesce(p_tags, '{}'),
+            p_source, p_source_ref, coalesce(p_pinned, false), p_pin_reason, p_pin_category, p_expires_at,
+            created, created, p_context)
+    ON CONFLICT (user_id, scope, coalesce(team_id, ''), content_hash) WHERE NOT archived DO NOTHING
+    RETURNING d.id INTO new_id;
+    RETURN new_id;
+END
+$$;
+
+-- As 019's, with the member's assignments bounded as said above (a privileged session's are as given).
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.cems_update_memories(p_ids uuid[], p_set jsonb)
+RETURNS SETOF {{SCHEMA}}.memory_documents
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+DECLARE
+    me          text := {{SCHEMA}}.cems_user();
+    admin_teams text[] := {{SCHEMA}}.cems_admin_teams();
+    privileged  boolean := {{SCHEMA}}.cems_privileged();
+    assignments text;
+    unknown     text;
+    changed     {{SCHEMA}}.memory_documents;
+BEGIN
+    IF coalesce(cardinality(p_ids), 0) = 0 THEN
+        RETURN;
+    END IF;
+    IF cardinality(p_ids) > 10000 THEN
+        RAISE EXCEPTION 'at most 10000 memories at a time' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF p_set IS NULL OR jsonb_typeof(p_set) <> 'object' OR p_set = '{}' THEN
+        RAISE EXCEPTION 'the change is a JSON object of columns and values' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- Column names are checked against the table's own before they reach the statement, and quoted.
+    SELECT string_agg(k, ', ') INTO unknown FROM jsonb_object_keys(p_set) k
+    WHERE k IN ('id', 'user_id') OR NOT EXISTS (
+        SELECT 1 FROM pg_catalog.pg_attribute a
+        WHERE a.attrelid = '{{SCHEMA}}.memory_documents'::regclass AND a.attname = k AND a.attnum > 0
+          AND NOT a.attisdropped AND a.attgenerated = '' AND a.attidentity = '');
+    IF unknown IS NOT NULL THEN
+        RAISE EXCEPTION 'no column to change: %', left(unknown, 200) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- $3 is privileged: a member's counters of a shared memory stay, their dates stop at now().
+    SELECT string_agg(CASE
+        WHEN k IN ('priority', 'access_count') THEN
+            format('%I = CASE WHEN $3 OR d.scope = ''personal'' THEN r.%I ELSE d.%I END', k, k, k)
+        WHEN k IN ('last_accessed', 'last_recalled') THEN
+            format('%I = CASE WHEN $3 THEN r.%I WHEN d.scope <> ''personal'' THEN d.%I '
+                   'WHEN r.%I > now() THEN now() ELSE r.%I END', k, k, k, k, k)
+        WHEN k IN ('created_at', 'updated_at') THEN
+            format('%I = CASE WHEN NOT $3 AND r.%I > now() THEN now() ELSE r.%I END', k, k, k)
+        WHEN k = 'archived_at' THEN
+            format('%I = CASE WHEN $3 THEN r.%I ELSE d.%I END', k, k, k)
+        ELSE format('%I = r.%I', k, k) END, ', ') INTO assignments
+    FROM jsonb_object_keys(p_set) k;
+    FOR changed IN EXECUTE format(
+        'UPDATE {{SCHEMA}}.memory_documents d SET %s '
+        'FROM pg_catalog.jsonb_populate_record(NULL::{{SCHEMA}}.memory_documents, $1) r '
+        'WHERE d.id = ANY ($2) AND ($3 OR (d.user_id = $4 AND (d.scope = ''personal'' OR d.category <> ''rules'')) '
+        '  OR (d.scope = ''shared'' AND d.team_id = ANY ($5))) RETURNING d.*', assignments)
+        USING p_set, p_ids, privileged, me, admin_teams
+    LOOP
+        IF NOT coalesce(privileged OR (changed.user_id = me AND (changed.scope = 'personal' OR changed.category <> 'rules'))
+                        OR (changed.scope = 'shared' AND changed.team_id = ANY (admin_teams)), false) THEN
+            RAISE EXCEPTION 'memory % may not become what was asked', changed.id
+                USING ERRCODE = 'insufficient_privilege';
+        END IF;
+        RETURN NEXT changed;
+    END LOOP;
+END
+$$;
+
+-- When a caller last counted as an access to someone else's shared memory. Members hold no privilege on
+-- it; it goes with its memory.
+CREATE TABLE {{SCHEMA}}.cems_access_marks (
+    user_id   text NOT NULL,
+    memory_id uuid NOT NULL REFERENCES {{SCHEMA}}.memory_documents (id) ON DELETE CASCADE,
+    at        timestamptz NOT NULL,
+    PRIMARY KEY (user_id, memory_id)
+);
+CREATE INDEX cems_access_marks_memory ON {{SCHEMA}}.cems_access_marks (memory_id);
+ALTER TABLE {{SCHEMA}}.cems_access_marks ENABLE ROW LEVEL SECURITY;
+REVOKE ALL ON {{SCHEMA}}.cems_access_marks FROM PUBLIC, cems_app;
+
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.cems_record_access(p_ids uuid[]) RETURNS void LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+DECLARE
+    me         text := {{SCHEMA}}.cems_user();
+    privileged boolean := {{SCHEMA}}.cems_privileged();
+    teams      text[] := {{SCHEMA}}.cems_my_teams();
+    counted    uuid[];
+BEGIN
+    IF coalesce(cardinality(p_ids), 0) = 0 THEN
+        RETURN;
+    END IF;
+    IF cardinality(p_ids) > 1000 THEN
+        RAISE EXCEPTION 'at most 1000 memories at a time' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF privileged THEN
+        counted := p_ids;
+    ELSE
+        -- Own memories count every time; a teammate's shared memory once a day per caller.
+        SELECT coalesce(array_agg(v.id), '{}') INTO counted FROM {{SCHEMA}}.memory_documents v
+        WHERE v.id = ANY (p_ids) AND v.user_id = me;
+        WITH theirs AS (
+            SELECT DISTINCT v.id FROM {{SCHEMA}}.memory_documents v
+            WHERE v.id = ANY (p_ids) AND v.user_id <> me AND v.scope = 'shared' AND v.team_id = ANY (teams)),
+        marked AS (
+            INSERT INTO {{SCHEMA}}.cems_access_marks AS m (user_id, memory_id, at)
+            SELECT me, t.id, now() FROM theirs t
+            ON CONFLICT (user_id, memory_id) DO UPDATE SET at = excluded.at
+            WHERE m.at <= now() - interval '1 day'
+            RETURNING m.memory_id)
+        SELECT counted || coalesce(array_agg(marked.memory_id), '{}') INTO counted FROM marked;
+    END IF;
+    UPDATE {{SCHEMA}}.memory_documents d
+    SET access_count = d.access_count + 1, last_accessed = now(),
+        priority = 1.0 + least((d.access_count + 1) * 0.05, 1.0)
+    WHERE d.id IN (
+        SELECT v.id FROM {{SCHEMA}}.memory_documents v
+        WHERE v.id = ANY (counted)
+          AND (privileged OR v.user_id = me OR (v.scope = 'shared' AND v.team_id = ANY (teams)))
+        FOR NO KEY UPDATE SKIP LOCKED);
+END
+$$;
+
+-- The audit of a shared memory's changes names merged_from, and a priority changed without its access count
+-- (by hand; a search's bump of both is bookkeeping, not a change).
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.cems_audit_document() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+DECLARE
+    target  {{SCHEMA}}.memory_documents;
+    act     text;
+    detail  jsonb;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        target := OLD;
+        act := CASE WHEN OLD.category = 'rules' THEN 'rule_remove' ELSE 'purge' END;
+    ELSIF TG_OP = 'INSERT' THEN
+        target := NEW;
+        act := CASE WHEN NEW.category = 'rules' THEN 'rule_add' ELSE 'share' END;
+    ELSE
+        target := NEW;
+        act := CASE
+            WHEN NEW.archived AND NOT OLD.archived THEN CASE WHEN NEW.merged_into IS NULL THEN 'forget' ELSE 'merge' END
+            WHEN OLD.archived AND NOT NEW.archived THEN 'restore'
+            WHEN NEW.pinned AND NOT OLD.pinned THEN 'pin'
+            WHEN OLD.pinned AND NOT NEW.pinned THEN 'unpin'
+            ELSE 'change' END;
+    END IF;
+    detail := jsonb_build_object('content_hash', target.content_hash);
+    IF TG_OP = 'UPDATE' THEN
+        detail := detail || jsonb_build_object('changed', to_jsonb(array_remove(ARRAY[
+            CASE WHEN OLD.content IS DISTINCT FROM NEW.content THEN 'content' END,
+            CASE WHEN OLD.content_hash IS DISTINCT FROM NEW.content_hash THEN 'content_hash' END,
+            CASE WHEN OLD.context IS DISTINCT FROM NEW.context THEN 'context' END,
+            CASE WHEN OLD.title IS DISTINCT FROM NEW.title THEN 'title' END,
+            CASE WHEN OLD.tags IS DISTINCT FROM NEW.tags THEN 'tags' END,
+            CASE WHEN OLD.category IS DISTINCT FROM NEW.category THEN 'category' END,
+            CASE WHEN OLD.source IS DISTINCT FROM NEW.source THEN 'source' END,
+            CASE WHEN OLD.source_ref IS DISTINCT FROM NEW.source_ref THEN 'source_ref' END,
+            CASE WHEN OLD.created_at IS DISTINCT FROM NEW.created_at THEN 'created_at' END,
+            CASE WHEN OLD.updated_at IS DISTINCT FROM NEW.updated_at THEN 'updated_at' END,
+            CASE WHEN OLD.expires_at IS DISTINCT FROM NEW.expires_at THEN 'expires_at' END,
+            CASE WHEN OLD.pinned IS DISTINCT FROM NEW.pinned THEN 'pinned' END,
+            CASE WHEN OLD.pin_reason IS DISTINCT FROM NEW.pin_reason THEN 'pin_reason' END,
+            CASE WHEN OLD.pin_category IS DISTINCT FROM NEW.pin_category THEN 'pin_category' END,
+            CASE WHEN OLD.archived IS DISTINCT FROM NEW.archived THEN 'archived' END,
+            CASE WHEN OLD.merged_into IS DISTINCT FROM NEW.merged_into THEN 'merged_into' END,
+            CASE WHEN OLD.merged_from IS DISTINCT FROM NEW.merged_from THEN 'merged_from' END,
+            CASE WHEN OLD.priority IS DISTINCT FROM NEW.priority THEN 'priority' END,
+            CASE WHEN OLD.access_count IS DISTINCT FROM NEW.access_count THEN 'access_count' END], NULL)));
+    END IF;
+    INSERT INTO {{SCHEMA}}.cems_audit (actor, action, team_id, memory_id, author, category, detail)
+    VALUES (CASE WHEN {{SCHEMA}}.cems_privileged() THEN target.user_id ELSE {{SCHEMA}}.cems_user() END, act,
+            target.team_id, target.id, target.user_id, target.category, detail);
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER memory_documents_audit_update ON {{SCHEMA}}.memory_documents;
+CREATE TRIGGER memory_documents_audit_update AFTER UPDATE ON {{SCHEMA}}.memory_documents
+    FOR EACH ROW WHEN (NEW.scope = 'shared' AND (
+        OLD.content IS DISTINCT FROM NEW.content OR OLD.content_hash IS DISTINCT FROM NEW.content_hash
+        OR OLD.context IS DISTINCT FROM NEW.context OR OLD.title IS DISTINCT FROM NEW.title
+        OR OLD.tags IS DISTINCT FROM NEW.tags OR OLD.category IS DISTINCT FROM NEW.category
+        OR OLD.source IS DISTINCT FROM NEW.source OR OLD.source_ref IS DISTINCT FROM NEW.source_ref
+        OR OLD.created_at IS DISTINCT FROM NEW.created_at OR OLD.updated_at IS DISTINCT FROM NEW.updated_at
+        OR OLD.expires_at IS DISTINCT FROM NEW.expires_at OR OLD.pinned IS DISTINCT FROM NEW.pinned
+        OR OLD.pin_reason IS DISTINCT FROM NEW.pin_reason OR OLD.pin_category IS DISTINCT FROM NEW.pin_category
+        OR OLD.archived IS DISTINCT FROM NEW.archived OR OLD.merged_into IS DISTINCT FROM NEW.merged_into
+        OR OLD.merged_from IS DISTINCT FROM NEW.merged_from
+        OR (OLD.priority IS DISTINCT FROM NEW.priority AND OLD.access_count IS NOT DISTINCT FROM NEW.access_count)))
+    EXECUTE FUNCTION {{SCHEMA}}.cems_audit_document();
+
 -- Last: every SECURITY DEFINER function of the schema (those above included) runs with messages below
 -- WARNING kept from its caller and the planner's debug output off. A member who SET client_min_messages =
 -- log and debug_print_plan = on read the plan trees of the statements inside the functions, and with them
