@@ -265,6 +265,30 @@ CREATE TRIGGER memory_documents_audit_update AFTER UPDATE ON {{SCHEMA}}.memory_d
         OR (OLD.priority IS DISTINCT FROM NEW.priority AND OLD.access_count IS NOT DISTINCT FROM NEW.access_count)))
     EXECUTE FUNCTION {{SCHEMA}}.cems_audit_document();
 
+-- 3. Which role is which user is not a member's to list. cems_user_of(role), callable by every member, gave
+--    the CEMS user of any role (`SELECT rolname, cems_user_of(rolname) FROM pg_roles` dumped the role map).
+--    Only SECURITY DEFINER functions (team membership, quotas) use it, as its owner; `cems admin grant`
+--    calls it as the owner.
+REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_user_of(text) FROM PUBLIC, cems_app;
+
+-- 4. Team names are not confirmed to strangers. cems_team_add and cems_team_remove answered "no team X" to
+--    a member who was no admin of X and "only an admin of team X" when X existed. Rights are checked first,
+--    in one message whether the team exists or not; only a CEMS administrator, who may list every team,
+--    hears that one does not. Members no longer call the check directly (it is the two functions').
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.cems_require_member_admin(p_team text) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+BEGIN
+    IF NOT ({{SCHEMA}}.cems_is_admin() OR p_team = ANY ({{SCHEMA}}.cems_admin_teams())) THEN
+        RAISE EXCEPTION 'only an admin of team % can change its members', left(p_team, 200)
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM {{SCHEMA}}.cems_teams WHERE name = p_team) THEN
+        RAISE EXCEPTION 'no team %', left(p_team, 200) USING ERRCODE = 'no_data_found';
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_require_member_admin(text) FROM PUBLIC, cems_app;
+
 -- Last: every SECURITY DEFINER function of the schema (those above included) runs with messages below
 -- WARNING kept from its caller and the planner's debug output off. A member who SET client_min_messages =
 -- log and debug_print_plan = on read the plan trees of the statements inside the functions, and with them
