@@ -289,6 +289,43 @@ END
 $$;
 REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_require_member_admin(text) FROM PUBLIC, cems_app;
 
+-- 5. The memory quota holds against concurrent inserts. The quota trigger counted the caller's live
+--    memories in its own snapshot: six transactions that each inserted one past the quota all saw the
+--    others' rows uncommitted, passed, and committed. The check now first bumps the user's row here (no
+--    member holds any privilege on it, nor may lock it: no advisory lock, which any role could take), so a
+--    user's checks run one at a time: a second transaction waits for the first to end, then counts what it
+--    committed (a new statement, a new snapshot, under READ COMMITTED; under REPEATABLE READ the bump of a
+--    row another transaction changed is a serialization failure, retried by the caller). Only when some
+--    quota is set: a server without quotas pays nothing.
+CREATE TABLE {{SCHEMA}}.cems_quota_locks (
+    user_id text PRIMARY KEY,
+    checks  bigint NOT NULL DEFAULT 0
+);
+ALTER TABLE {{SCHEMA}}.cems_quota_locks ENABLE ROW LEVEL SECURITY;
+REVOKE ALL ON {{SCHEMA}}.cems_quota_locks FROM PUBLIC, cems_app;
+
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.cems_enforce_memory_quota() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+DECLARE
+    me    text;
+    usage record;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM {{SCHEMA}}.cems_quotas WHERE max_memories IS NOT NULL)
+       OR {{SCHEMA}}.cems_privileged() THEN
+        RETURN NULL;
+    END IF;
+    me := {{SCHEMA}}.cems_user();
+    INSERT INTO {{SCHEMA}}.cems_quota_locks AS l (user_id, checks) VALUES (me, 1)
+    ON CONFLICT (user_id) DO UPDATE SET checks = l.checks + 1;
+    SELECT * INTO usage FROM {{SCHEMA}}.cems_memory_usage();
+    IF usage.max_memories IS NOT NULL AND usage.stored > usage.max_memories THEN
+        RAISE EXCEPTION 'memory quota reached: % may store % memories', me, usage.max_memories
+            USING ERRCODE = 'configuration_limit_exceeded';
+    END IF;
+    RETURN NULL;
+END
+$$;
+
 -- Last: every SECURITY DEFINER function of the schema (those above included) runs with messages below
 -- WARNING kept from its caller and the planner's debug output off. A member who SET client_min_messages =
 -- log and debug_print_plan = on read the plan trees of the statements inside the functions, and with them

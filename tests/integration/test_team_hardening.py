@@ -150,3 +150,32 @@ def test_team_membership_refusals_do_not_confirm_team_names(world):
                     alice.execute(call, (team, world.alice))
                 lines.add(str(refused.value).splitlines()[0].replace(team, "TEAM"))
     assert lines == {"only an admin of team TEAM can change its members"}
+
+
+def test_concurrent_inserts_do_not_pass_the_memory_quota(world):
+    with world.connect(world.bob) as bob:
+        stored = bob.execute("SELECT count(*) FROM cems_visible_documents() "
+                             "WHERE user_id = %s AND NOT archived", (world.bob,)).fetchone()[0]
+    world.ok(None, "admin", "quota", world.bob, "--memories", str(stored + 1))
+    racers = [psycopg.connect(world.urls[world.bob]) for _ in range(4)]
+    try:
+        inserted = []
+        for n, conn in enumerate(racers):
+            conn.execute("SET lock_timeout = '1s'")
+            try:
+                inserted.append(_insert(conn, f"race {n} {world.bob}"))
+            except psycopg.errors.LockNotAvailable:
+                conn.rollback()  # waits for the first transaction to end: the check runs one at a time
+        for conn in racers:
+            try:
+                conn.commit()
+            except psycopg.Error:
+                pass
+    finally:
+        for conn in racers:
+            conn.close()
+    assert len(inserted) == 1, inserted
+    live = world.admin.execute("SELECT count(*) FROM memory_documents WHERE user_id = %s AND NOT archived",
+                               (world.bob,)).fetchone()[0]
+    assert live <= stored + 1
+    world.ok(None, "admin", "quota", world.bob, "--clear")
