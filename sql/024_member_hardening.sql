@@ -68,6 +68,11 @@ BEGIN
         OR (p_scope = 'shared' AND p_category = 'rules' AND p_team = ANY ({{SCHEMA}}.cems_admin_teams())), false) THEN
         RAISE EXCEPTION 'you may not add memories to team %', p_team USING ERRCODE = 'insufficient_privilege';
     END IF;
+    IF NOT privileged AND (octet_length(p_content) > 2097152 OR octet_length(p_title) > 65536
+                           OR octet_length(p_context) > 65536 OR cardinality(p_tags) > 1000) THEN
+        RAISE EXCEPTION 'a memory holds at most 2 MB of text, 64 kB of title and of context and 1000 tags'
+            USING ERRCODE = 'program_limit_exceeded';
+    END IF;
     IF NOT privileged AND created > now() THEN
         created := now();  -- a memory is not from the future: "Recent context" would show it first for ever
     END IF;
@@ -112,6 +117,13 @@ BEGIN
           AND NOT a.attisdropped AND a.attgenerated = '' AND a.attidentity = '');
     IF unknown IS NOT NULL THEN
         RAISE EXCEPTION 'no column to change: %', left(unknown, 200) USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF NOT privileged AND (octet_length(p_set ->> 'content') > 2097152 OR octet_length(p_set ->> 'title') > 65536
+                           OR octet_length(p_set ->> 'context') > 65536
+                           OR pg_column_size(p_set -> 'merged_from') > 1048576
+                           OR pg_column_size(p_set -> 'tags') > 65536) THEN
+        RAISE EXCEPTION 'a memory holds at most 2 MB of text, 64 kB of title, of context and of tags and 1 MB '
+            'of merge history' USING ERRCODE = 'program_limit_exceeded';
     END IF;
     -- $3 is privileged: a member's counters of a shared memory stay, their dates stop at now().
     SELECT string_agg(CASE
@@ -323,6 +335,104 @@ BEGIN
             USING ERRCODE = 'configuration_limit_exceeded';
     END IF;
     RETURN NULL;
+END
+$$;
+
+-- 6. Sizes. The database took a 20 MB memory, any number of 20 MB chunks of it (chunk_index was free),
+--    16 MB of backlog per call without end, 1 MB summaries without end. The application's largest memory
+--    is CEMS_MAX_MEMORY_BYTES (16 kB by default, at most 1 MB: cems_cli/embedding/limits.py), cut into
+--    800-token windows overlapping by 15% (cems_cli/text/chunking.py). A member's writes are now bounded a
+--    little above that, with a clear error (program_limit_exceeded, configuration_limit_exceeded):
+--    - a memory's text at most 2 MB, title and context 64 kB each (above, in the insert and update
+--      functions);
+--    - a memory at most 5000 chunks (index 0 to 4999) whose texts add up to at most twice its own plus
+--      64 kB (the windows overlap);
+--    - per user at most 50000 backlog items, 100000 read positions, capture sessions and summaries, and
+--      256 MB of each table's large column (backlog chunks, pending material, session records, summary
+--      texts), counted after each write of theirs.
+--    How many memories a user stores is the memory quota's to bound (`cems admin quota`).
+CREATE OR REPLACE FUNCTION {{SCHEMA}}.cems_insert_chunk(p_document uuid, p_index integer, p_content text,
+                                                        p_embedding vector, p_context text)
+RETURNS void LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+DECLARE
+    doc {{SCHEMA}}.memory_documents;
+BEGIN
+    IF NOT {{SCHEMA}}.cems_privileged() THEN
+        SELECT * INTO doc FROM {{SCHEMA}}.memory_documents d
+        WHERE d.id = p_document AND d.user_id = {{SCHEMA}}.cems_user();
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'memory % does not exist or is not yours', p_document
+                USING ERRCODE = 'foreign_key_violation';
+        END IF;
+        IF p_content IS NULL OR strpos(doc.content, p_content) = 0
+           OR p_context IS DISTINCT FROM doc.context THEN
+            RAISE EXCEPTION 'a chunk of memory % is a piece of its text, with its context', p_document
+                USING ERRCODE = 'check_violation';
+        END IF;
+        IF p_index IS NULL OR p_index NOT BETWEEN 0 AND 4999
+           OR (SELECT count(*) >= 5000 OR coalesce(sum(octet_length(c.content)), 0) + octet_length(p_content)
+                      > 2 * octet_length(doc.content) + 65536
+               FROM {{SCHEMA}}.memory_chunks c WHERE c.document_id = p_document) THEN
+            RAISE EXCEPTION 'a memory has at most 5000 chunks, numbered 0 to 4999, of twice its text at most'
+                USING ERRCODE = 'program_limit_exceeded';
+        END IF;
+    END IF;
+    INSERT INTO {{SCHEMA}}.memory_chunks (document_id, chunk_index, content, embedding, context)
+    VALUES (p_document, p_index, p_content, p_embedding, p_context);
+END
+$$;
+
+-- After a member's write to a bookkeeping table: their rows there (TG_ARGV[0] at most) and the stored size
+-- of its large column (TG_ARGV[1], TG_ARGV[2] bytes at most). Members write only their own rows.
+CREATE FUNCTION {{SCHEMA}}.cems_enforce_bookkeeping_caps() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+DECLARE
+    me    text;
+    rows  bigint;
+    bytes bigint;
+BEGIN
+    IF {{SCHEMA}}.cems_privileged() THEN
+        RETURN NULL;
+    END IF;
+    me := {{SCHEMA}}.cems_user();
+    EXECUTE format('SELECT count(*), coalesce(sum(pg_column_size(t.%I)), 0) FROM %I.%I t WHERE t.user_id = $1',
+                   TG_ARGV[1], TG_TABLE_SCHEMA, TG_TABLE_NAME)
+        INTO rows, bytes USING me;
+    IF rows > TG_ARGV[0]::bigint OR bytes > TG_ARGV[2]::bigint THEN
+        RAISE EXCEPTION '% holds at most % rows and % MB of % per user: % has % rows and % MB',
+            TG_TABLE_NAME, TG_ARGV[0], TG_ARGV[2]::bigint / 1048576, TG_ARGV[1], me, rows, bytes / 1048576
+            USING ERRCODE = 'configuration_limit_exceeded';
+    END IF;
+    RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_enforce_bookkeeping_caps() FROM PUBLIC;
+CREATE TRIGGER observer_backlog_caps AFTER INSERT OR UPDATE ON {{SCHEMA}}.observer_backlog
+    FOR EACH STATEMENT EXECUTE FUNCTION {{SCHEMA}}.cems_enforce_bookkeeping_caps('50000', 'chunk', '268435456');
+CREATE TRIGGER observer_files_caps AFTER INSERT OR UPDATE ON {{SCHEMA}}.observer_files
+    FOR EACH STATEMENT EXECUTE FUNCTION {{SCHEMA}}.cems_enforce_bookkeeping_caps('100000', 'pending', '268435456');
+CREATE TRIGGER capture_sessions_caps AFTER INSERT OR UPDATE ON {{SCHEMA}}.capture_sessions
+    FOR EACH STATEMENT EXECUTE FUNCTION {{SCHEMA}}.cems_enforce_bookkeeping_caps('100000', 'record', '268435456');
+CREATE TRIGGER memory_summaries_caps AFTER INSERT OR UPDATE ON {{SCHEMA}}.memory_summaries
+    FOR EACH STATEMENT EXECUTE FUNCTION {{SCHEMA}}.cems_enforce_bookkeeping_caps('100000', 'content', '268435456');
+
+-- Large objects are the database's, outside any CEMS table: any role may create them (lo_from_bytea,
+-- lo_create, lo_put …) by default, 20 MB a call. Only a superuser (or pg_catalog's owner) may revoke that
+-- from PUBLIC; under anyone else this is skipped, and the server's administrator should do it by hand.
+DO $$
+DECLARE
+    fn text;
+BEGIN
+    FOREACH fn IN ARRAY ARRAY['lo_from_bytea(oid, bytea)', 'lo_create(oid)', 'lo_creat(integer)',
+                              'lo_put(oid, bigint, bytea)', 'lowrite(integer, bytea)', 'lo_import(text)',
+                              'lo_import(text, oid)']
+    LOOP
+        BEGIN
+            EXECUTE format('REVOKE EXECUTE ON FUNCTION pg_catalog.%s FROM PUBLIC', fn);
+        EXCEPTION WHEN insufficient_privilege OR undefined_function THEN
+            NULL;
+        END;
+    END LOOP;
 END
 $$;
 

@@ -179,3 +179,28 @@ def test_concurrent_inserts_do_not_pass_the_memory_quota(world):
                                (world.bob,)).fetchone()[0]
     assert live <= stored + 1
     world.ok(None, "admin", "quota", world.bob, "--clear")
+
+
+def test_a_member_stores_nothing_past_the_size_caps(world):
+    big = "x" * (3 * 1024 * 1024)
+    with world.connect(world.bob) as bob:
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded):
+            _insert(bob, big)
+        text = "y" * (1024 * 1024)  # the application's largest memory (CEMS_MAX_MEMORY_BYTES at its bound)
+        memory = _insert(bob, text)
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded):
+            bob.execute("SELECT id FROM cems_update_memories(%s::uuid[], %s)",
+                        ([memory], Jsonb({"content": big})))
+        for index in (0, 1):  # its chunks: twice its text fits (the windows overlap) …
+            bob.execute("SELECT cems_insert_chunk(%s, %s, %s, %s::vector, NULL)",
+                        (memory, index, text, VECTOR))
+        for index, piece in ((2, "y" * 70_000), (5000, "y"), (-1, "y")):  # … more does not, nor index 5000
+            with pytest.raises(psycopg.errors.ProgramLimitExceeded):
+                bob.execute("SELECT cems_insert_chunk(%s, %s, %s, %s::vector, NULL)",
+                            (memory, index, piece, VECTOR))
+        # Bookkeeping: at most 50000 backlog items per user, whatever the number of calls (and 256 MB).
+        items = Jsonb([{"text": "z"} for _ in range(1000)])
+        with pytest.raises(psycopg.errors.ConfigurationLimitExceeded, match="observer_backlog"):
+            for _ in range(51):
+                bob.execute("SELECT cems_add_backlog('/t.jsonl', %s)", (items,))
+        assert bob.execute("SELECT sum(items) FROM cems_my_backlog_groups()").fetchone()[0] == 50_000
