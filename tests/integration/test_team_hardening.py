@@ -204,3 +204,14 @@ def test_a_member_stores_nothing_past_the_size_caps(world):
             for _ in range(51):
                 bob.execute("SELECT cems_add_backlog('/t.jsonl', %s)", (items,))
         assert bob.execute("SELECT sum(items) FROM cems_my_backlog_groups()").fetchone()[0] == 50_000
+
+
+def test_a_member_holds_a_bounded_number_of_connections(world):
+    from cems_cli import defaults
+
+    for role in (world.alice, world.bob):
+        limit, config = world.admin.execute("SELECT rolconnlimit, rolconfig FROM pg_roles WHERE rolname = %s",
+                                            (role,)).fetchone()
+        assert limit == defaults.DB_MEMBER_CONNECTION_LIMIT
+        # The session's server runs the tests as a superuser, who may set temp_file_limit.
+        assert f"temp_file_limit={defaults.DB_MEMBER_TEMP_FILE_LIMIT}" in config, config
