@@ -139,6 +139,11 @@ SUMMARY_MAX_MEMORIES = 5_000  # a project's latest memories grouped (the work gr
 DB_LOCK_TIMEOUT_MS = 5_000
 DB_STATEMENT_TIMEOUT_MS = 120_000
 DB_IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000
+# What one member may hold of the server at once (`ALTER ROLE … CONNECTION LIMIT`, and temp_file_limit where
+# the administrator is a superuser: it is a superuser's setting). A member's hooks, observer and viewer use a
+# few connections; a sort or hash spilling past 1 GB of temporary files is no query CEMS runs.
+DB_MEMBER_CONNECTION_LIMIT = 20
+DB_MEMBER_TEMP_FILE_LIMIT = "1GB"
 
 # A memory's history keeps the newest this many edits of it (sql/020_memory_edits.sql holds the same number:
 # a session's context record, rewritten as the session goes on, must not grow a row per rewrite forever).

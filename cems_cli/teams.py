@@ -152,13 +152,26 @@ def _limit_role(conn: psycopg.Connection, role: str) -> None:
                         ("idle_in_transaction_session_timeout", defaults.DB_IDLE_IN_TRANSACTION_TIMEOUT_MS)):
         conn.execute(sql.SQL("ALTER ROLE {} SET {} = {}").format(
             sql.Identifier(role), sql.Identifier(name), sql.Literal(value)))
+    # The connection limit needs CREATEROLE with ADMIN OPTION on the role (PostgreSQL 16+), temp_file_limit a
+    # superuser: each in a savepoint, skipped where the administrator may not (a managed service's admin).
+    for statement in (sql.SQL("ALTER ROLE {} CONNECTION LIMIT {}").format(
+                          sql.Identifier(role), sql.Literal(defaults.DB_MEMBER_CONNECTION_LIMIT)),
+                      sql.SQL("ALTER ROLE {} SET temp_file_limit = {}").format(
+                          sql.Identifier(role), sql.Literal(defaults.DB_MEMBER_TEMP_FILE_LIMIT))):
+        try:
+            with conn.transaction():
+                conn.execute(statement)
+        except psycopg.errors.InsufficientPrivilege:
+            pass
 
 
 def apply_limits(conn: psycopg.Connection) -> int:
     """Time limits (cems_cli/defaults.py) on every login role of cems_app, so that one member's lock or open
-    transaction holds the others up for seconds, not for as long as they like. A role's settings apply when
-    that role logs in (a group role's do not reach its members), hence one ALTER ROLE per member; `cems admin
-    grant` sets them on the roles it grants. Returns how many roles were limited."""
+    transaction holds the others up for seconds, not for as long as they like, and a connection limit (and,
+    under a superuser, a limit on temporary files) so that one member cannot take every connection. A
+    member may still SET their own timeouts lower or higher: these are defaults, not walls. A role's settings
+    apply when that role logs in (a group role's do not reach its members), hence one ALTER ROLE per member;
+    `cems admin grant` sets them on the roles it grants. Returns how many roles were limited."""
     roles = [str(r[0]) for r in conn.execute(
         "SELECT r.rolname FROM pg_roles r WHERE r.rolcanlogin AND NOT (r.rolsuper OR r.rolbypassrls) "
         "AND pg_has_role(r.oid, %s, 'MEMBER') ORDER BY 1", (APP_ROLE,))]

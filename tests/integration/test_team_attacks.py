@@ -318,8 +318,12 @@ def test_a_member_touches_a_teammates_memory_only_through_the_functions(world):
         forgot = alice.execute("SELECT count(*) FROM cems_update_memories(%s::uuid[], %s)",
                                ([bobs], Jsonb({"archived": True}))).fetchone()[0]
         assert forgot == 1
-    # A search bumps the counters of the teammate's memories it returns (through the function).
+    # A search bumps the counters of the memories it returns (through the function); a teammate's shared
+    # memory counts one access of bob's a day (sql/024), its author's every time.
     world.ok(world.bob, "search", "when do red's backups run", team=world.red)
+    assert world.admin.execute("SELECT access_count FROM memory_documents WHERE id = %s",
+                               (shared,)).fetchone()[0] == 1
+    world.ok(world.alice, "search", "when do red's backups run", team=world.red)
     assert world.admin.execute("SELECT access_count FROM memory_documents WHERE id = %s",
                                (shared,)).fetchone()[0] >= 2
 
