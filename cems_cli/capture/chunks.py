@@ -59,6 +59,17 @@ _FAILURE = re.compile(
 # Programs whose subcommands are the project's own targets: a failing `make test` and a passing
 # `make test-db` are variants of one action; `alembic upgrade` and `alembic stamp` are not.
 _VARIANT_PROGRAMS = frozenset("make just task npm pnpm yarn bun".split())
+_WORD = re.compile(r"[^\s'\"]+")
+
+
+def _variant(worked: str, failed: str) -> bool:
+    """Whether the command that worked is a variant of the one that failed (`pytest` / `python -m pytest`,
+    `make test` / `make test-db`), not another command of the same program: half the words of the shorter
+    are in the other. `ssh host "ps aux | grep x"` failing and `ssh host "uci show wireguard"` working
+    share a command key (the program and its host), and "worked instead" then told a later session a
+    remedy that was only the next thing the agent ran (95 of 286 memories of a set of real sessions)."""
+    a, b = set(_WORD.findall(worked)), set(_WORD.findall(failed))
+    return bool(a and b) and len(a & b) >= 0.5 * min(len(a), len(b))
 
 
 @dataclass
@@ -345,6 +356,8 @@ class ChunkBuilder:
         elif command_key(command) != command_key(first_command) or (
             command != first_command and not actions
         ):
+            if not _variant(command, first_command):
+                return  # another command, not a remedy: the session record keeps the error
             learning = f'`{first_command}` failed{where} with "{error}"; `{command}` worked instead.'
         elif actions:
             learning = (

@@ -414,6 +414,33 @@ def test_a_variant_that_works_after_a_failure_is_a_learning():
     )
 
 
+
+def test_another_command_of_the_same_program_is_no_remedy():
+    """Two remote commands through one host share a command key; the second is the next thing the agent
+    ran, not what fixed the first."""
+    [chunk] = fold(
+        [
+            prompt("Is cloudflared running on the router?"),
+            call("t1", "Bash", {"command": 'ssh root@10.0.0.1 "ps aux | grep -i cloudflared"'}),
+            result("t1", "Exit code 1\nps: unrecognized option: a", True),
+            call("t2", "Bash", {"command": 'ssh root@10.0.0.1 "uci show wireguard | head -20"'}),
+            result("t2", "wireguard.wg0=interface"),
+        ]
+    )
+    assert not [o for o in chunk.observations if o.category == "learnings"]
+    # A variant of the failed command is still a remedy.
+    [chunk] = fold(
+        [
+            prompt("Push the branch"),
+            call("t1", "Bash", {"command": "git push origin feat/x"}),
+            result("t1", "Exit code 128\nfatal: The current branch feat/x has no upstream branch.", True),
+            call("t2", "Bash", {"command": "git push -u origin feat/x"}),
+            result("t2", "branch 'feat/x' set up to track 'origin/feat/x'."),
+        ]
+    )
+    [learning] = [o for o in chunk.observations if o.category == "learnings"]
+    assert learning.text.endswith("`git push -u origin feat/x` worked instead.")
+
 def test_a_command_a_rule_blocked_or_the_user_refused_did_not_run():
     [chunk] = fold(
         [
