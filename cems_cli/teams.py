@@ -269,3 +269,21 @@ def list_quotas(settings: Settings) -> list[dict[str, Any]]:
         return store.quotas(conn)
     finally:
         conn.close()
+
+
+def end_stuck_sessions(settings: Settings, idle_seconds: float,
+                       statement_seconds: float) -> list[dict[str, Any]]:
+    """`cems admin watchdog`: end members' sessions left idle in a transaction or stuck in one statement
+    (store/teams.end_stuck_member_sessions says why the database's own timeouts are not enough)."""
+    from cems_cli.store import teams as store
+
+    conn = _connect(settings)
+    try:
+        conn.autocommit = True  # nothing of this session's own is held open between passes
+        if not store.may_end_member_sessions(conn):
+            raise UserError("this role may not end other roles' sessions: run the "
+                            "watchdog as a superuser or a role with pg_read_all_stats and pg_signal_backend")
+        with database_refusals():
+            return store.end_stuck_member_sessions(conn, idle_seconds, statement_seconds)
+    finally:
+        conn.close()

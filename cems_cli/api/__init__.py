@@ -30,6 +30,7 @@ from cems_cli.api._rules import Rules
 from cems_cli.api._server import (
     Reindexed,
     Teams,
+    end_stuck_sessions,
     grant_role,
     init_server,
     list_quotas,
@@ -67,6 +68,7 @@ __all__ = [
     "grant_role",
     "set_quota",
     "list_quotas",
+    "end_stuck_sessions",
     "Reindexed",
     "SettingValue",
     "describe_error",

@@ -131,3 +131,11 @@ def list_quotas(settings: Settings) -> list[dict[str, Any]]:
     from cems_cli.teams import list_quotas as stored
 
     return stored(settings)
+
+
+def end_stuck_sessions(settings: Settings, *, idle_seconds: float,
+                       statement_seconds: float) -> list[dict[str, Any]]:
+    """`cems admin watchdog`: end members' sessions idle in a transaction or in one statement too long."""
+    from cems_cli.teams import end_stuck_sessions as end
+
+    return end(settings, idle_seconds, statement_seconds)

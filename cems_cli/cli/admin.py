@@ -226,6 +226,51 @@ def admin_quota(
                       f"{quota['searches_per_minute'] or 'unlimited'}", markup=False)
 
 
+@admin_app.command("watchdog")
+def admin_watchdog(
+    idle: float = typer.Option(60.0, "--idle-in-transaction", help="End a member's session idle in a "
+                               "transaction for longer than this many seconds."),
+    statement: float = typer.Option(300.0, "--statement", help="End a member's session running one "
+                                    "statement for longer than this many seconds."),
+    interval: float = typer.Option(5.0, "--interval", help="Seconds between passes."),
+    once: bool = typer.Option(False, "--once", help="One pass, then exit."),
+    as_json: bool = JsonOption,
+) -> None:
+    """End members' sessions that hold a team server up: idle in a transaction (locks held, vacuum and
+    migrations waiting) or stuck in one statement. A member may switch off the timeouts their role is given;
+    run this from the server's administrator login (it needs the right to signal members' sessions)."""
+    import time
+
+    from cems_cli.api import end_stuck_sessions
+    from cems_cli.config import get_settings
+
+    limits = (("--idle-in-transaction", idle), ("--statement", statement), ("--interval", interval))
+    for name, value in limits:
+        if not 0 < value <= 86_400:  # also refuses nan
+            fail(f"{name} must be more than 0 and at most 86400 seconds")
+    settings = get_settings()
+    ended_all: list[dict] = []
+    try:
+        while True:
+            ended = end_stuck_sessions(settings, idle_seconds=idle, statement_seconds=statement)
+            refused = [e for e in ended if not e["ended"]]
+            if refused:
+                fail(f"not allowed to end the session of {refused[0]['role']} (pid {refused[0]['pid']}): "
+                     "run the watchdog as a superuser or a role with pg_signal_backend")
+            ended_all += ended
+            if not as_json:
+                for e in ended:
+                    console.print(f"ended {e['role']}'s session (pid {e['pid']}): {e['state']} for "
+                                  f"{e['seconds']:.0f} s", markup=False)
+            if once:
+                break
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    if as_json:
+        emit_json({"ended": ended_all})
+
+
 def _search_server_memory(home) -> dict | None:
     """The warm search server's resident memory, or None when none runs."""
     from cems_cli.plumbing.procinfo import resident_bytes

@@ -166,3 +166,40 @@ def quotas(conn: psycopg.Connection) -> list[dict[str, Any]]:
         "ORDER BY user_id <> '*', user_id"
     ).fetchall()
     return [{"user": r[0], "max_memories": r[1], "searches_per_minute": r[2]} for r in rows]
+
+
+# A member can switch off the timeouts `cems admin grant` gives their role (statement_timeout and the idle
+# ones are settings any session may change): a transaction left open holds its locks, and a migration's
+# ALTER queued behind it makes every teammate's reads queue too. Only another session can end it.
+_STUCK_MEMBER_SESSIONS = """
+SELECT a.pid, a.usename::text, a.state,
+       extract(epoch FROM now() - CASE WHEN a.state = 'active' THEN a.query_start ELSE a.state_change END),
+       pg_terminate_backend(a.pid)
+FROM pg_stat_activity a
+WHERE a.backend_type = 'client backend' AND a.pid <> pg_backend_pid() AND a.usename IS NOT NULL
+  AND a.usename <> current_user AND pg_has_role(a.usename, 'cems_app', 'MEMBER')
+  AND ((a.state IN ('idle in transaction', 'idle in transaction (aborted)')
+        AND a.state_change < now() - make_interval(secs => %(idle)s))
+       OR (a.state = 'active' AND a.query_start < now() - make_interval(secs => %(statement)s)))
+"""
+
+
+def may_end_member_sessions(conn: psycopg.Connection) -> bool:
+    """Whether this role sees other roles' sessions' states and may end them: a superuser, or a role with
+    pg_read_all_stats and pg_signal_backend (to anyone else pg_stat_activity shows no state to judge)."""
+    row = conn.execute(
+        "SELECT rolsuper OR (pg_has_role(current_user, 'pg_read_all_stats', 'USAGE') "
+        "AND pg_has_role(current_user, 'pg_signal_backend', 'USAGE')) "
+        "FROM pg_roles WHERE rolname = current_user"
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def end_stuck_member_sessions(conn: psycopg.Connection, idle_seconds: float,
+                              statement_seconds: float) -> list[dict[str, Any]]:
+    """End the sessions of the server's members (roles of cems_app) idle in a transaction for longer than
+    `idle_seconds`, or running one statement for longer than `statement_seconds`; what was ended, each
+    with `ended` False where this role may not signal that session."""
+    rows = conn.execute(_STUCK_MEMBER_SESSIONS, {"idle": idle_seconds, "statement": statement_seconds})
+    return [{"pid": r[0], "role": r[1], "state": r[2], "seconds": round(float(r[3]), 1), "ended": bool(r[4])}
+            for r in rows.fetchall()]

@@ -215,3 +215,51 @@ def test_a_member_holds_a_bounded_number_of_connections(world):
         assert limit == defaults.DB_MEMBER_CONNECTION_LIMIT
         # The session's server runs the tests as a superuser, who may set temp_file_limit.
         assert f"temp_file_limit={defaults.DB_MEMBER_TEMP_FILE_LIMIT}" in config, config
+
+
+def test_the_watchdog_ends_a_members_session_that_switched_off_its_timeouts(world):
+    """A member may SET their own statement and idle timeouts to 0: a transaction left open holds its locks
+    (a migration's ALTER queued behind it makes every teammate's reads queue too) and a long statement holds
+    a backend. `cems admin watchdog` ends both; a member cannot run it against others."""
+    import threading
+    import time
+
+    idle = world.connect(world.bob)
+    idle.autocommit = False
+    idle.execute("SET idle_in_transaction_session_timeout = 0")
+    idle.execute("SELECT count(*) FROM cems_visible_documents(NULL, NULL)").fetchone()
+    busy = world.connect(world.alice)
+    busy.execute("SET statement_timeout = 0")
+    outcome: list[BaseException | None] = []
+
+    def sleep() -> None:
+        try:
+            busy.execute("SELECT pg_sleep(60)")
+            outcome.append(None)
+        except psycopg.Error as error:
+            outcome.append(error)
+
+    sleeper = threading.Thread(target=sleep)
+    sleeper.start()
+    time.sleep(1.5)
+    # A member may not end a teammate's session: one clear line, nothing ended.
+    refused = world.refused(world.bob, "admin", "watchdog", "--once", "--statement", "1",
+                            "--idle-in-transaction", "1000")
+    assert "may not end other roles' sessions" in refused
+    assert sleeper.is_alive()
+    report = world.ok(None, "admin", "watchdog", "--once", "--idle-in-transaction", "1", "--statement", "1")
+    ended = {(e["role"], e["state"]) for e in report["ended"]}
+    assert (world.bob, "idle in transaction") in ended and (world.alice, "active") in ended
+    sleeper.join(10)
+    assert not sleeper.is_alive() and isinstance(outcome[0], psycopg.OperationalError)
+    with pytest.raises(psycopg.OperationalError):
+        idle.execute("SELECT 1")
+    # A session that is only idle (a search server's pooled connection) is left alone.
+    with world.connect(world.bob) as pooled:
+        time.sleep(1.2)
+        report = world.ok(None, "admin", "watchdog", "--once", "--idle-in-transaction", "1",
+                          "--statement", "1")
+        assert report["ended"] == []
+        assert pooled.execute("SELECT 1").fetchone() == (1,)
+    for conn in (idle, busy):
+        conn.close()
