@@ -242,12 +242,12 @@ def admin_watchdog(
     import time
 
     from cems_cli.api import end_stuck_sessions
+    from cems_cli.cli.common import check_range
     from cems_cli.config import get_settings
 
-    limits = (("--idle-in-transaction", idle), ("--statement", statement), ("--interval", interval))
-    for name, value in limits:
-        if not 0 < value <= 86_400:  # also refuses nan
-            fail(f"{name} must be more than 0 and at most 86400 seconds")
+    check_range("--idle-in-transaction", idle, 1, 86_400)
+    check_range("--statement", statement, 1, 86_400)
+    check_range("--interval", interval, 0.1, 3_600)
     settings = get_settings()
     ended_all: list[dict] = []
     try:

@@ -140,6 +140,10 @@ HUGE = "99999999999999999999"  # beyond int64: PostgreSQL's bigint refused it as
         (["audit", "--limit", "0"], "--limit must be at least 1"),
         (["admin", "quota", "someone", "--memories", HUGE], "--memories must be at most 2,147,483,647"),
         (["admin", "quota", "x", "--searches-per-minute", "-1"], "--searches-per-minute must be at least 0"),
+        (["admin", "watchdog", "--once", "--idle-in-transaction", "nan"],
+         "--idle-in-transaction must be a number from 1 to 86,400"),
+        (["admin", "watchdog", "--once", "--statement", "0"], "--statement must be at least 1"),
+        (["admin", "watchdog", "--interval", "1e400"], "--interval must be at most 3,600"),
         (["ui", "--port", "0"], "--port must be at least 1"),
         (["ui", "--port", HUGE], "--port must be at most 65,535"),
     ],
@@ -196,7 +200,8 @@ def test_every_numeric_option_is_one_the_bounds_above_cover():
     walk(app, "")
     assert found == {("search", "limit"), ("list", "limit"), ("serve", "idle"), ("eval", "limit_questions"),
                      ("eval", "swebench_per_repo"), ("audit", "limit"), ("admin quota", "memories"),
-                     ("admin quota", "searches"), ("ui", "port")}
+                     ("admin quota", "searches"), ("admin watchdog", "idle"), ("admin watchdog", "statement"),
+                     ("admin watchdog", "interval"), ("ui", "port")}
 
 
 # 3. NUL characters and lone surrogates in imported fields ------------------------------------------------
