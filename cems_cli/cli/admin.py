@@ -248,6 +248,8 @@ def admin_watchdog(
     check_range("--idle-in-transaction", idle, 1, 86_400)
     check_range("--statement", statement, 1, 86_400)
     check_range("--interval", interval, 0.1, 3_600)
+    if as_json and not once:
+        fail("--json prints one document: give it with --once")
     settings = get_settings()
     ended_all: list[dict] = []
     try:

@@ -19,7 +19,7 @@ import numpy as np
 import psycopg
 
 from cems_cli.store.lexical import forget_stats
-from cems_cli.store.member_access import is_restricted
+from cems_cli.store.member_access import meta_from
 from cems_cli.store.records import MemoryRecord, NewMemory, document_columns
 
 # (column, PostgreSQL type) in COPY order; binary COPY needs every type spelled out.
@@ -235,8 +235,8 @@ def drop_search_indexes_for_load(conn: psycopg.Connection) -> None:
 def pending_search_indexes(conn: psycopg.Connection) -> list[str]:
     """Definitions of search indexes a large load dropped and has not built again (a member of a team server
     reads them through sql/023's function: only the store's owner builds them)."""
-    table = "cems_visible_meta()" if is_restricted(conn) else "cems_meta"
-    row = conn.execute(f"SELECT value FROM {table} WHERE key = %s", (PENDING_INDEXES_KEY,)).fetchone()
+    row = conn.execute(f"SELECT value FROM {meta_from(conn)} WHERE key = %s",
+                       (PENDING_INDEXES_KEY,)).fetchone()
     return list(json.loads(row[0])) if row else []
 
 

@@ -12,7 +12,7 @@ from cems_cli.config import Settings
 from cems_cli.paths import pgdata_path
 from cems_cli.store import migrations
 from cems_cli.store.embedded import ServerError, data_dir, ensure_server, password_file
-from cems_cli.store.member_access import is_restricted
+from cems_cli.store.member_access import meta_from
 
 if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
@@ -141,10 +141,9 @@ def _first_line(error: Exception) -> str:
 
 
 def stored_embedding_meta(conn: psycopg.Connection) -> tuple[int, str]:
-    # A member of a team server reads cems_meta through its function (sql/023_member_bookkeeping.sql).
-    table = "cems_visible_meta()" if is_restricted(conn) else "cems_meta"
     rows: dict[str, str] = dict(conn.execute(
-        f"SELECT key, value FROM {table} WHERE key IN ('embedding_dim', 'embedding_model')").fetchall())
+        f"SELECT key, value FROM {meta_from(conn)} WHERE key IN ('embedding_dim', 'embedding_model')"
+    ).fetchall())
     return int(rows.get("embedding_dim", "0")), rows.get("embedding_model", "")
 
 

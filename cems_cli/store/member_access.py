@@ -27,6 +27,12 @@ def is_restricted(conn: psycopg.Connection) -> bool:
     return known
 
 
+def meta_from(conn: psycopg.Connection) -> str:
+    """The FROM item for `cems_meta` (store-wide keys and values): a member of a team server reads the keys
+    they may see through cems_visible_meta (sql/023_member_bookkeeping.sql)."""
+    return "cems_visible_meta()" if is_restricted(conn) else "cems_meta"
+
+
 def lock_memories(conn: psycopg.Connection, ids: Sequence[str], *, share: bool = False) -> set[str]:
     """A member's row locks (FOR NO KEY UPDATE, or FOR SHARE) on those of `ids` they may change, until the
     transaction ends (sql/019_member_api.sql cems_lock_memories). Returns the ids locked."""

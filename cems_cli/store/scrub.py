@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from cems_cli.store.member_access import is_restricted
+from cems_cli.store.member_access import is_restricted, meta_from
 
 # A DELETE only marks rows dead: their bytes (content, title, tags, the full-text lexemes, the vectors) stay
 # in the table and index files, in old row versions, in the column statistics ANALYZE sampled, and in the
@@ -52,8 +52,7 @@ def mark_scrub_pending(conn: psycopg.Connection, user: str) -> None:
 
 
 def scrub_pending(conn: psycopg.Connection, user: str) -> bool:
-    table = "cems_visible_meta()" if is_restricted(conn) else "cems_meta"
-    row = conn.execute(f"SELECT 1 FROM {table} WHERE key = %s", (_SCRUB_KEY + user,)).fetchone()
+    row = conn.execute(f"SELECT 1 FROM {meta_from(conn)} WHERE key = %s", (_SCRUB_KEY + user,)).fetchone()
     return row is not None
 
 

@@ -144,6 +144,7 @@ HUGE = "99999999999999999999"  # beyond int64: PostgreSQL's bigint refused it as
          "--idle-in-transaction must be a number from 1 to 86,400"),
         (["admin", "watchdog", "--once", "--statement", "0"], "--statement must be at least 1"),
         (["admin", "watchdog", "--interval", "1e400"], "--interval must be at most 3,600"),
+        (["admin", "watchdog", "--json"], "--json prints one document: give it with --once"),
         (["ui", "--port", "0"], "--port must be at least 1"),
         (["ui", "--port", HUGE], "--port must be at most 65,535"),
     ],

@@ -65,7 +65,7 @@ class Writing(ServiceResources):
             if captured:
                 # Captured text carries a test runner's colours and cursor moves ("\x1b[2mexpect(\x1b[22m"):
                 # no meaning, and a later search would have to match them. What a person wrote stays exact.
-                cleaned = clean_text(without_terminal_control(cleaned))
+                cleaned = without_terminal_control(cleaned)  # an emptied text is refused just below
             content = clean_text(sanitize_for_storage(cleaned))
             if captured:
                 content = truncate_to_bytes(content, limit)
