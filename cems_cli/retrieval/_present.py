@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from cems_cli.retrieval.types import Candidate
     from cems_cli.store.records import MemoryRecord
 
-SNIPPET_CHARS = 300
-
 
 def _assemble(candidates: list[Candidate], options: SearchOptions) -> list[Candidate]:
     from cems_cli.retrieval.assemble import assemble_greedy
@@ -46,8 +44,8 @@ def _results(
     documents: dict[str, MemoryRecord],
 ) -> list[SearchResult]:
     from cems_cli.results import SearchResult
-    from cems_cli.retrieval.rerank_blend import best_snippet
     from cems_cli.store.search import neighbour_chunks
+    from cems_cli.text.snippet import SNIPPET_CHARS, best_snippet
     from cems_cli.text.terms import query_terms
 
     terms = query_terms(query)

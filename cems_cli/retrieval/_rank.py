@@ -87,7 +87,8 @@ def _rerank(
     trace: Trace,
 ) -> list[Candidate]:
     from cems_cli.plugins import DISABLED, RERANKERS, PluginError, RerankItem, load
-    from cems_cli.retrieval.rerank_blend import best_snippet, blend_rerank
+    from cems_cli.retrieval.rerank_blend import blend_rerank
+    from cems_cli.text.snippet import SNIPPET_CHARS, best_snippet
     from cems_cli.text.terms import query_terms
 
     backend = settings.resolved_rerank_backend
@@ -98,7 +99,8 @@ def _rerank(
     terms = query_terms(query)
     # The cosine is of the query with each candidate's stored chunk vector, computed by the server when the
     # candidates were fetched (the lexical-only ones included).
-    items = [RerankItem(c.document_id, best_snippet(c.content, terms, 300), c.vector_score) for c in head]
+    items = [RerankItem(c.document_id, best_snippet(c.content, terms, SNIPPET_CHARS), c.vector_score)
+             for c in head]
     try:
         scores = load(RERANKERS, backend)(settings, llm).score(query, items)
     except PluginError as error:  # a search never fails over its optional stage: shown in --explain

@@ -31,7 +31,7 @@ from cems_cli.retrieval._gather import (
     _understand,
     _zero_weight_lists,
 )
-from cems_cli.retrieval._present import SNIPPET_CHARS, _assemble, _overview, _results
+from cems_cli.retrieval._present import _assemble, _overview, _results
 from cems_cli.retrieval._rank import (
     _attach_embeddings,
     _captured_elsewhere,
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from cems_cli.store.records import MemoryRecord
     from cems_cli.store.search import ChunkHit, SearchFilters
 
-__all__ = ["SNIPPET_CHARS", "QueryVariant", "SearchDeps", "Trace", "run_search"]
+__all__ = ["QueryVariant", "SearchDeps", "Trace", "run_search"]
 
 # A newer memory replaces an older one only on the same topic: their chunks at least this alike.
 SUPERSEDE_MIN_SIMILARITY = 0.4

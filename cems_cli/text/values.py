@@ -169,7 +169,7 @@ class Values:
 
 
 @lru_cache(maxsize=8192)
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     """Snowball's English stemmer: Fridays/Friday, deploys/deployment, approves/approval compare equal;
     the irregular past tenses it leaves alone are looked up first."""
     word = word.lower().removesuffix("'s").removesuffix("’s")
@@ -273,17 +273,17 @@ def extract(text: str) -> Values:
             continue
         if token[0].isupper() and lower not in _STOP:
             if not starts:
-                names.add(_stem(lower))
+                names.add(stem(lower))
                 continue
             if lower not in _OPENERS and lower not in _CONTRAST_OF:
-                openers.add(_stem(lower))
+                openers.add(stem(lower))
         for part in parts:
             for group, value in _CONTRAST_OF.get(part, ()):
                 contrasts.setdefault(group, set()).add(value)
         # A compound is one word ("acme-analytics" is not "acme" and "analytics", nor is "pytest-xdist").
         word = "".join(parts)
-        if word not in _STOP and word.isalpha() and _stem(word) not in _LIGHT:
-            words.append(_stem(word))
+        if word not in _STOP and word.isalpha() and stem(word) not in _LIGHT:
+            words.append(stem(word))
     return Values(
         numbers=frozenset(numbers),
         terms=frozenset(terms),

@@ -1,4 +1,4 @@
-"""Position-aware rerank blending, the reranker's snippet window, and the cosine reranker."""
+"""Position-aware rerank blending."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from cems_cli.retrieval.rerank_blend import best_snippet, blend_rerank, fused_weight_for_rank
+from cems_cli.retrieval.rerank_blend import blend_rerank, fused_weight_for_rank
 from cems_cli.retrieval.types import Candidate
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -56,43 +56,3 @@ def test_blend_with_custom_tiers_and_empty_input():
     result = blend_rerank(cands, {"a": 0.0, "b": 1.0}, position_weights=((1, 1.0),), rest_weight=0.0)
     assert [(c.document_id, c.score) for c in result] == [("b", 1.0), ("a", 0.5)]
     assert blend_rerank([], {"x": 1.0}) == []
-
-
-def test_snippet_returns_short_content_whole():
-    assert best_snippet("short text", ["text"], width=300) == "short text"
-
-
-def test_snippet_centres_the_matches_on_word_boundaries():
-    content = "lorem " * 20 + "we tuned the postgres index with hnsw parameters for speed " + "ipsum " * 20
-    # Matches span "postgres … hnsw" (24 chars); 36 chars of slack, 18 each side, then the cut words
-    # "lorem"/"speed" at the edges are dropped.
-    assert best_snippet(content, ["postgres", "hnsw"], width=60) == (
-        "we tuned the postgres index with hnsw parameters for")
-
-
-def test_snippet_prefers_distinct_terms_over_repeats():
-    content = ("cache cache cache cache and some filler words here to pad it out. "
-               "Later the cache eviction policy was LRU.")
-    assert best_snippet(content, ["cache", "eviction"], width=40) == "Later the cache eviction policy was"
-
-
-def test_snippet_prefix_match_and_fallback():
-    text = "the deployment runs nightly on the build server and nothing else matters here"
-    assert best_snippet(text, ["deploy"], width=30) == "the deployment runs nightly on"
-    assert best_snippet("alpha beta gamma delta", ["zzz"], width=13) == "alpha beta"  # no match: the start
-    assert best_snippet("alpha beta gamma delta", [], width=13) == "alpha beta"
-    assert best_snippet("alpha beta gamma delta", ["go"], width=13) == "alpha beta"  # 2-letter: exact only
-    assert best_snippet("anything", ["x"], width=0) == ""
-
-
-def test_snippet_never_exceeds_width():
-    content = " ".join(f"word{i} postgres" if i % 7 == 0 else f"word{i}" for i in range(200))
-    for width in (20, 50, 120, 300):
-        assert len(best_snippet(content, ["postgres"], width=width)) <= width
-
-
-def test_snippet_word_boundaries_include_newlines_and_tabs():
-    content = "intro\tparagraph\nthe postgres\nindex\twas rebuilt after the upgrade of everything else"
-    # "postgres" spans 20..28; slack 14 → window 13..35. 13 cuts "paragraph": start moves past the "\n"
-    # at 15. 35 cuts "was": end moves back to the "\t" at 34.
-    assert best_snippet(content, ["postgres"], width=22) == "the postgres\nindex"

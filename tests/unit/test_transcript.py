@@ -375,7 +375,7 @@ def test_a_session_that_only_looked_around_leaves_no_record():
 
 
 def test_a_learning_with_a_long_error_still_shows_its_fix_in_what_the_hook_injects():
-    from cems_cli.retrieval.pipeline import SNIPPET_CHARS
+    from cems_cli.text.snippet import SNIPPET_CHARS
 
     error = ("ERROR [alembic.util.messaging] Multiple head revisions are present for given argument 'head'; "
              "please specify a specific target revision, '<branchname>@head' to narrow to a specific head, "
