@@ -35,6 +35,27 @@ def _token_counter(candidates: list[Candidate], budget: int):
     return count_tokens
 
 
+def _term_weights(deps: SearchDeps, options: SearchOptions, terms: list[str]) -> dict[str, float] | None:
+    """Each query term's BM25 IDF over what the asker can see, for choosing the window a long memory shows
+    (text/snippet.py). The lexical stage counted the same lexemes a moment ago: usually no query at all."""
+    import psycopg
+
+    from cems_cli.store.lexical import bm25_idf, collection_stats
+    from cems_cli.text.values import snowball_stem
+
+    # PostgreSQL's `english` configuration stems with the same Snowball stemmer.
+    lexemes = {term: snowball_stem(term) for term in terms}
+    wanted = sorted(set(lexemes.values()))
+    if not wanted:
+        return None
+    try:
+        total, _average, frequencies = collection_stats(deps.conn, deps.identity, options.scope, wanted)
+    except psycopg.Error:  # a window weighted equally is still a window: the search goes on
+        return None
+    idf = {lexeme: bm25_idf(total, count) for lexeme, count in zip(wanted, frequencies, strict=True)}
+    return {term: idf[lexeme] for term, lexeme in lexemes.items()}
+
+
 def _results(
     deps: SearchDeps,
     query: str,
@@ -49,6 +70,8 @@ def _results(
     from cems_cli.text.terms import query_terms
 
     terms = query_terms(query)
+    weights = _term_weights(deps, options, terms) if any(
+        len(cand.content) > SNIPPET_CHARS for cand in selected) else None
     results = []
     for cand in selected:
         record = documents.get(cand.document_id)
@@ -72,7 +95,7 @@ def _results(
                 confidence=cand.confidence,
                 category=record.category,
                 content=record.content,
-                snippet=best_snippet(cand.content, terms, SNIPPET_CHARS),
+                snippet=best_snippet(cand.content, terms, SNIPPET_CHARS, weights),
                 title=record.title,
                 tags=record.tags,
                 scope=record.scope,

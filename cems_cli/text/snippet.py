@@ -8,8 +8,9 @@ query, whole:
   or as a prefix of a longer word ("deploy" finds "deployment"; 4 letters or more). Found inside a longer
   word ("pango" in "libpango") it pulled windows toward repeated tool output: measured, it lost as many
   facts as it found;
-* windows are compared by how many distinct query words they hold, then by how many matches, and the
-  earliest wins; the matches are centred;
+* windows are compared by the distinct query words they hold, each weighing how rare it is in the store
+  (its BM25 IDF: "tests" in every memory of a project weighs little beside "migrate"), then by how many
+  matches, and the earliest wins; the matches are centred;
 * neither edge cuts a token (a path, a flag, a file name): a token cut by the end is completed when it ends
   within `TOKEN_SLACK` characters, so a line may run that much past the width; otherwise cut tokens are
   left out.
@@ -20,7 +21,7 @@ Hand-written: no library picks a query-biased window, and this runs for every re
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 SNIPPET_CHARS = 300  # a recalled line's window, and what a reranker reads of each candidate
 TOKEN_SLACK = 40  # the most a window grows past its width to finish a path or flag it cut
@@ -56,8 +57,10 @@ def _matcher(query_terms: Sequence[str]) -> Callable[[str], str | None]:
     return match
 
 
-def best_snippet(content: str, query_terms: Sequence[str], width: int) -> str:
-    """The `width`-character window of `content` that holds the most query terms (see the module)."""
+def best_snippet(content: str, query_terms: Sequence[str], width: int,
+                 weights: Mapping[str, float] | None = None) -> str:
+    """The `width`-character window of `content` that holds the most query terms (see the module), each
+    term counting its weight (`weights`, by term: how rare it is in the store; 1 when not given)."""
     if width <= 0:
         return ""
     if len(content) <= width:
@@ -68,7 +71,8 @@ def best_snippet(content: str, query_terms: Sequence[str], width: int) -> str:
         term = match(m.group(0))
         if term is not None:
             matches.append((m.start(), m.end(), term))
-    best_key: tuple[int, int] = (-1, -1)
+    weight = weights or {}
+    best_key: tuple[float, int] = (-1.0, -1)
     best_span = (0, 0)
     right = 0
     for left in range(len(matches)):
@@ -78,7 +82,7 @@ def best_snippet(content: str, query_terms: Sequence[str], width: int) -> str:
         if matches[right][1] - matches[left][0] > width:
             continue  # a single match longer than the window: cannot be shown whole
         window = matches[left : right + 1]
-        key = (len({t for _, _, t in window}), len(window))
+        key = (sum(weight.get(t, 1.0) for t in {t for _, _, t in window}), len(window))
         if key > best_key:
             best_key, best_span = key, (matches[left][0], matches[right][1])
     if best_key[0] < 0:  # no match (or none that fits): the start of the text

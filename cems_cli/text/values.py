@@ -191,6 +191,12 @@ _IRREGULAR = {
 }
 
 
+@lru_cache(maxsize=4096)
+def snowball_stem(word: str) -> str:
+    """Snowball's English stem of a word, as PostgreSQL's `english` configuration stems it."""
+    return str(_stemmer().stemWord(word.lower()))
+
+
 @lru_cache(maxsize=1)
 def _stemmer() -> Any:
     import snowballstemmer

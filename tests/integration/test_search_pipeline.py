@@ -317,3 +317,20 @@ def test_a_search_asked_at_a_given_moment_counts_time_from_it(env):
     assert asked_then["adjust"]["days_since_access"] == 60
     assert asked_then["adjust"]["time_decay"] == pytest.approx(0.5)
     assert asked_now["adjust"]["days_since_access"] == (datetime.now(UTC) - created).days
+
+
+def test_a_long_memory_shows_the_window_of_the_querys_rare_words(cli):
+    """A long memory is shown as a window around the query's words, each weighing how rare it is in the
+    store: "tests" in every memory weighs little beside "migrate", which only the roll's end holds."""
+    suites = ("aggregation", "annotations", "pagination", "queries", "ordering", "validators", "expressions",
+              "lookup", "admin_views", "auth_tests", "forms_tests", "model_fields")
+    roll = ("In project django the tests run with " + ", ".join(f"`./tests/runtests.py {s}`" for s in suites)
+            + " or `python3 tests/runtests.py migrations.test_commands`.")
+    assert cli("remember", roll, "--category", "patterns").code == 0
+    for suite in suites[:6]:
+        assert cli("remember", f"The {suite} tests run in about a minute.", "--category", "context").code == 0
+    result = cli("search", "how do I run the tests of the migrate commands?", "--mode", "hybrid", "--json",
+                 "--all")
+    assert result.code == 0
+    shown = next(r for r in result.json()["results"] if r["content"] == roll)
+    assert "migrations.test_commands" in shown["snippet"]

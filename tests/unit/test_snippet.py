@@ -68,3 +68,16 @@ def test_word_boundaries_include_newlines_and_tabs():
     # "postgres" spans 20..28; slack 14 → window 13..35. 13 cuts "paragraph": the start moves past the "\n"
     # at 15. 35 cuts "was": it ends at 37, within the slack, so it is finished.
     assert best_snippet(content, ["postgres"], width=22) == "the postgres\nindex\twas"
+
+
+def test_a_rare_term_outweighs_a_common_one():
+    # "tests" is in every command of the roll, "migrate" in two: weighed by rarity in the store, the window
+    # that holds "migrate" wins over the one holding "run" from the roll's own words.
+    content = ("In project django the tests run with " + ", ".join(
+        f"`./tests/runtests.py {name}`" for name in ("aggregation", "annotations", "pagination", "queries",
+                                                     "ordering", "validators", "expressions", "lookup"))
+               + " or `python3 tests/runtests.py migrations.test_commands`.")
+    terms = ["run", "tests", "migrate"]
+    assert "migrations.test_commands" not in best_snippet(content, terms, width=120)
+    weighted = best_snippet(content, terms, width=120, weights={"run": 0.2, "tests": 0.1, "migrate": 3.0})
+    assert "migrations.test_commands" in weighted
