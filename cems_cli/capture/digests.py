@@ -60,7 +60,8 @@ def _digest(chunk: _Open) -> list[Observation]:
     found: list[Observation] = []
     seen: set[str] = set()
 
-    def add(category: str, text: str, title: str, *, line: int = 0, key: str = "", count: int = 1) -> None:
+    def add(category: str, text: str, title: str, *, line: int = 0, key: str = "", count: int = 1,
+            roll: str = "", item: str = "") -> None:
         normal = " ".join(text.lower().split())
         if normal in seen:
             return
@@ -77,6 +78,8 @@ def _digest(chunk: _Open) -> list[Observation]:
                 line=line or chunk.line,
                 key=key,
                 count=count,
+                roll=roll,
+                item=item,
             )
         )
 
@@ -114,8 +117,9 @@ def _digest(chunk: _Open) -> list[Observation]:
         body = " ".join(findings)
         add("learnings", f"{gist} — {body}" if gist else body, f"Found: {gist or findings[0]}",
             line=chunk.conclusion_line)
-    for text in pattern_statements(chunk.project, chunk.session_id, chunk.cwd, chunk.succeeded):
-        add("patterns", text, text.removeprefix("In project "))
+    for statement in pattern_statements(chunk.project, chunk.session_id, chunk.cwd, chunk.succeeded):
+        add("patterns", statement.text, statement.text.removeprefix("In project "), roll=statement.kind,
+            item=statement.item)
     return found
 
 

@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cems_cli.capture.tool_patterns import Statement
 
 RAN, FAILED, DENIED_RULE, DENIED_USER = "ran", "failed", "denied_rule", "denied_user"
 
@@ -165,9 +169,9 @@ def decision_sentences(text: str, *, by_agent: bool = False) -> list[str]:
 
 def pattern_statements(
     project: str | None, session_id: str, cwd: str, commands: Iterable[str]
-) -> list[str]:
-    """`patterns` texts for the Bash commands of a turn that ran successfully, derived as the tool-event
-    path derives them (tool_patterns.pattern_statements), so the store's content dedup keeps one of each."""
+) -> list[Statement]:
+    """`patterns` statements for the Bash commands of a turn that ran successfully, derived as the tool-event
+    path derives them (tool_patterns.pattern_statements): both add them to the same rolls."""
     if not project:
         return []
     from cems_cli.capture.tool_patterns import ToolEvent
@@ -185,7 +189,7 @@ def pattern_statements(
         )
         for index, command in enumerate(commands)
     ]
-    return [s.text for s in derive(project, events)]
+    return derive(project, events)
 
 
 # --------------------------------------------------------------------------- findings

@@ -37,6 +37,9 @@ class MemoryWriter:
         if observation.key:
             self._store_counted(observation, report)
             return
+        if observation.roll and observation.item and observation.project:
+            self._store_in_roll(observation, report)
+            return
         memory = self.prepare(observation)
         if memory is None:
             return
@@ -75,6 +78,20 @@ class MemoryWriter:
         if self.svc.replace(existing.id, memory):
             memories.keep_latest_evidence(self.svc.conn, existing.id, memory, self.svc.identity)
         report.duplicates += 1
+
+    def _store_in_roll(self, observation: Observation, report: RunReport) -> None:
+        """A command of the project's roll of its kind (capture/pattern_rolls.py)."""
+        from cems_cli.capture.pattern_rolls import store_in_roll
+
+        assert observation.project is not None  # store() sends only observations of a project
+        memory_id, created = store_in_roll(
+            self.svc, project=observation.project, kind=observation.roll, item=observation.item,
+            source=self.source, tags=observation.tags, created_at=_timestamp(observation.created_at),
+            source_ref=provenance(observation.project, observation.session_id, observation.line),
+        )
+        if memory_id is not None:
+            report.observations += int(created)
+            report.duplicates += int(not created)
 
     def prepare(self, observation: Observation) -> NewMemory | None:
         from cems_cli.errors import UserError

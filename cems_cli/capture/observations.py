@@ -73,6 +73,9 @@ class Observation:
     # keeps one memory per `key` and counts the sightings (`count` in this turn).
     key: str = ""
     count: int = 1
+    # A command (or file) of the project's roll of one kind (capture/pattern_rolls.py): `roll` is the kind.
+    roll: str = ""
+    item: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -8,9 +8,10 @@ What a project's tool events say, each as one stable sentence:
 * errors and the fix that worked (a command failed, files were changed or packages installed, and the
   same command then passed, in the same session).
 
-Each statement has a `key` (its identity within the project) and a `text` derived only from the events,
-without counts that grow with every event: the same events always give the same statements, so reprocessing
-stores nothing new (the store deduplicates by content hash, the worker also remembers emitted keys).
+Each statement has a `key` (its identity within the project), a `text` derived only from the events, without
+counts that grow with every event, and the `item` it names: the same events always give the same statements,
+so reprocessing stores nothing new. A project keeps one memory per kind, naming its items
+(`capture/pattern_rolls.py`); the worker also remembers emitted keys.
 
 Whether a Bash call failed is inferred in `cems_cli.capture.bash_outcome`; what a command is (its kind and
 canonical form) in `cems_cli.capture.command_kinds`.
@@ -19,9 +20,9 @@ canonical form) in `cems_cli.capture.command_kinds`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from cems_cli.capture.bash_outcome import bash_failed, bash_output
 from cems_cli.capture.command_kinds import _MAX_CANONICAL, _relative, command_identity, parse_command
@@ -81,6 +82,9 @@ class Statement:
     kind: str  # test, lint, format, typecheck, build, generate, migrate, deploy, install, tool, hot_file, fix
     session_id: str  # the session of the event that made it true
     at: float  # when that event was captured
+    # What it names as the text writes it (`npm test`, "`pip install -e .` (pip)", a file): a project keeps
+    # one memory per kind listing these (capture/pattern_rolls.py). Empty for a fix.
+    item: str = ""
 
 
 # --------------------------------------------------------------------------- statements
@@ -97,19 +101,32 @@ _MAX_FIX_FILES = 4
 _MAX_FIX_COMMANDS = 3
 
 _KIND_TEXT = {
-    "test": "the tests run with `{cmd}`",
-    "lint": "the code is linted with `{cmd}`",
-    "format": "the code is formatted with `{cmd}`",
-    "typecheck": "types are checked with `{cmd}`",
-    "build": "the build runs with `{cmd}`",
-    "generate": "code is generated with `{cmd}`",
-    "migrate": "database migrations run with `{cmd}`",
-    "deploy": "deploys run with `{cmd}`",
+    "test": "the tests run with {items}",
+    "lint": "the code is linted with {items}",
+    "format": "the code is formatted with {items}",
+    "typecheck": "types are checked with {items}",
+    "build": "the build runs with {items}",
+    "generate": "code is generated with {items}",
+    "migrate": "database migrations run with {items}",
+    "deploy": "deploys run with {items}",
+    "install": "dependencies are installed with {items}",
 }
 
 
 def project_label(project: str) -> str:
     return project.removeprefix("project:")
+
+
+def roll_text(label: str, kind: str, items: list[str]) -> str:
+    """The statement of a project's `items` of one kind (commands in code spans, an install's manager after
+    its command, files): "In project api the tests run with `pytest` or `make test`."."""
+    if kind == "hot_file":
+        if len(items) == 1:
+            return f"In project {label} the file {items[0]} changes often: it was edited in several sessions."
+        return (f"In project {label} the files {_join(items)} change often: each was edited in several "
+                "sessions.")
+    listed = items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+    return f"In project {label} {_KIND_TEXT[kind].format(items=listed)}."
 
 
 def _edited_path(event: ToolEvent) -> str:
@@ -143,9 +160,9 @@ def derive_statements(project: str, events: Iterable[ToolEvent]) -> list[Stateme
     ordered = sorted(events, key=lambda e: (e.received_at, e.tool_use_id))
     found: dict[str, Statement] = {}
 
-    def add(key: str, kind: str, text: str, event: ToolEvent) -> None:
+    def add(key: str, kind: str, text: str, event: ToolEvent, item: str = "") -> None:
         if key not in found:
-            found[key] = Statement(key, text, kind, event.session_id, event.received_at)
+            found[key] = Statement(key, text, kind, event.session_id, event.received_at, item)
 
     edits: dict[str, list[ToolEvent]] = {}
     changes: dict[str, list[str]] = {}  # per session: "edit:<path>" / "cmd:<canonical>", in order
@@ -175,22 +192,15 @@ def derive_statements(project: str, events: Iterable[ToolEvent]) -> list[Stateme
                 failing[key] = _Failing(event, error_line(bash_output(event)), len(session_changes))
             continue
         for segment in segments:
-            if segment.kind in _KIND_TEXT and len(segment.canonical) <= _MAX_CANONICAL:
-                add(
-                    f"{segment.kind}:{segment.canonical}",
-                    segment.kind,
-                    f"In project {label} {_KIND_TEXT[segment.kind].format(cmd=segment.canonical)}.",
-                    event,
-                )
-            elif segment.kind == "install" and len(segment.canonical) <= _MAX_CANONICAL:
+            if segment.kind == "install" and len(segment.canonical) <= _MAX_CANONICAL:
                 session_changes.append(f"cmd:{segment.text}")
-                add(
-                    f"install:{segment.canonical}",
-                    "install",
-                    f"In project {label} dependencies are installed with `{segment.canonical}` "
-                    f"({segment.manager}).",
-                    event,
-                )
+                item = f"`{segment.canonical}` ({segment.manager})"
+                text = roll_text(label, "install", [item])
+                add(f"install:{segment.canonical}", "install", text, event, item)
+            elif segment.kind in _KIND_TEXT and len(segment.canonical) <= _MAX_CANONICAL:
+                item = f"`{segment.canonical}`"
+                text = roll_text(label, segment.kind, [item])
+                add(f"{segment.kind}:{segment.canonical}", segment.kind, text, event, item)
             elif segment.kind == "tool":
                 session_changes.append(f"cmd:{segment.text}")
         fixed = failing.pop((event.session_id, identity), None)
@@ -211,19 +221,15 @@ def pattern_statements(project: str, events: Iterable[ToolEvent]) -> list[Statem
     return [s for s in derive_statements(project, events) if s.kind not in NOT_PATTERNS]
 
 
-_Add = Callable[[str, str, str, ToolEvent], None]
+class _Add(Protocol):
+    def __call__(self, key: str, kind: str, text: str, event: ToolEvent, item: str = "") -> None: ...
 
 
 def _hot_file(path: str, edits: list[ToolEvent], label: str, add: _Add) -> None:
     sessions = {e.session_id for e in edits}
     if len(edits) >= HOT_FILE_MIN_EDITS and len(sessions) >= HOT_FILE_MIN_SESSIONS:
-        shown = _relative(path, edits[0].cwd)
-        add(
-            f"hot_file:{path}",
-            "hot_file",
-            f"In project {label} the file `{shown}` changes often: it was edited in several sessions.",
-            edits[-1],
-        )
+        item = f"`{_relative(path, edits[0].cwd)}`"
+        add(f"hot_file:{path}", "hot_file", roll_text(label, "hot_file", [item]), edits[-1], item)
 
 
 def _fix(

@@ -11,7 +11,8 @@ spooled just as it finished is not stranded.
 Order of work, each step idempotent:
 1. Tool events → `patterns` memories (source "tool"). Pending events get their project (from their cwd);
    then, for each project touched, the statements are derived from the project's recent events (pending
-   and processed), and those not yet emitted are stored. Events are marked done after that.
+   and processed), and those not yet emitted are added to the project's roll of their kind
+   (`pattern_rolls`). Events are marked done after that.
 2. Turns → the capture engine (`observer.Observer`), the same one the observer daemon runs: the turn's
    transcript is read from the offset that engine committed (whichever trigger got there first), the turn
    is closed now (the Stop hook said it ended), and its memories are stored in the transaction that moves
@@ -144,26 +145,6 @@ class _Worker:
         spool.prune(self.conn)
         spool.checkpoint(self.conn)
 
-    def _store(
-        self, text: str, *, category: str, project: str | None, session_id: str, source: str, at: float
-    ) -> tuple[str | None, bool]:
-        """Store one memory through MemoryService (privacy rules, dedup): (id, created); (None, False) when
-        nothing is left of the text once private parts are removed."""
-        from cems_cli.errors import UserError
-
-        try:
-            memory = self.service.prepare(
-                text,
-                category=category,
-                tags=[f"session:{session_id}"] if session_id else [],
-                project=project,
-                source=source,
-                created_at=datetime.fromtimestamp(at, UTC),
-            )
-        except UserError:
-            return None, False
-        return self.service.store(memory)
-
     # -- tool events
 
     def _tool_round(self) -> bool:
@@ -204,16 +185,16 @@ class _Worker:
         ]
         statements = {f"{project}\n{s.key}": s for s in pattern_statements(project, events)}
         done = spool.emitted_keys(self.conn, statements)
+        from cems_cli.capture.pattern_rolls import store_in_roll
+
         for key, statement in statements.items():
             if key in done:
                 continue
-            memory_id, created = self._store(
-                statement.text,
-                category="patterns",
-                project=project,
-                session_id=statement.session_id,
-                source="tool",
-                at=statement.at,
+            # One memory per project and kind, naming its commands (capture/pattern_rolls.py).
+            memory_id, created = store_in_roll(
+                self.service, project=project, kind=statement.kind, item=statement.item, source="tool",
+                source_ref=project, tags=[f"session:{statement.session_id}"] if statement.session_id else [],
+                created_at=datetime.fromtimestamp(statement.at, UTC),
             )
             spool.mark_emitted(self.conn, key, memory_id)
             self.summary.patterns_stored += int(created)

@@ -446,3 +446,24 @@ def test_both_triggers_build_the_engine_with_one_factory(svc, tmp_path, monkeypa
     assert (engine.source, engine.llm, engine.roots) == ("session", None, [tmp_path])
     assert observer.capture_engine(svc).source == "observer"
     assert built == ["session", "observer"]
+
+
+def test_a_projects_test_commands_from_transcripts_make_one_memory(svc, tmp_path):
+    """The capture engine adds a turn's test commands to the project's one roll of them, as the worker
+    does with tool events (capture/pattern_rolls.py): variants with options added are the command."""
+    root = tmp_path / "projects"
+    path = root / "-home-dev-shop-api" / "roll-session-0001.jsonl"
+    path.parent.mkdir(parents=True)
+    writer = SessionWriter("roll-session-0001", seed=3)
+    records = []
+    commands = ("npm test", "npm run test:e2e -- --headed", "npm run test:e2e", "npm test")
+    for turn, command in enumerate(commands):
+        records.append(writer._user(f"Run the tests, round {turn}."))
+        records.extend(writer._tool(f"msg_roll_{turn}", "Bash", {"command": command}, "5 passed in 0.5s"))
+        records.append(writer._assistant(f"msg_roll_{turn}_end", {"type": "text", "text": "All pass."}))
+    path.write_bytes(b"".join(dump(record) for record in records))
+    make_idle(path)
+    report = make_observer(svc, root).sync()
+    assert report.errors == []
+    patterns = [text for text, category in stored(svc) if category == "patterns"]
+    assert patterns == ["In project shop-api the tests run with `npm test` or `npm run test:e2e`."]

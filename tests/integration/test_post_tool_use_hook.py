@@ -436,7 +436,9 @@ def test_the_worker_turns_a_realistic_sequence_into_pattern_memories(capture_env
         "In project acme/api the file `src/acme/cache.py` changes often: it was edited in several sessions.",
     ]
     assert {(source, ref) for _, source, ref, _ in stored} == {("tool", "project:acme/api")}
-    assert stored[0][3] == [f"session:{SESSION}"] and stored[-1][3] == ["session:second-session"]
+    # Each is its kind's roll (capture/pattern_rolls.py), from the session of its latest command.
+    assert f"session:{SESSION}" in stored[0][3] and "session:second-session" in stored[-1][3]
+    assert all(sum(tag.startswith("roll:") for tag in tags) == 1 for *_, tags in stored)
     assert all(row["processed_at"] is not None for row in rows(home))
 
     # Running again stores nothing new; nor does reprocessing everything from scratch (the texts are
@@ -450,6 +452,37 @@ def test_the_worker_turns_a_realistic_sequence_into_pattern_memories(capture_env
     assert (replay.tool_events, replay.patterns_stored) == (8, 0)
     assert patterns(capture_env["CEMS_USER"]) == stored
 
+
+
+def test_a_projects_test_commands_make_one_memory_whatever_their_variants(capture_env, tmp_path):
+    """58 memories of "the tests run with …" in one project crowded every question about its tests: a kind
+    of command is one memory naming the project's commands, a variant with more words being the command."""
+    home = Path(capture_env["CEMS_HOME"])
+    cwd = git_project(tmp_path / "acme-api")
+    other = git_project(tmp_path / "acme-web", remote="git@github.com:acme/web.git")
+    events = [
+        bash_event("t1", "npm run test:e2e -- --reporter=line", PYTEST_PASSED, cwd=cwd),
+        bash_event("t2", "npm test", PYTEST_PASSED, cwd=cwd),
+        bash_event("t3", "npm test", PYTEST_PASSED, cwd=other),
+        bash_event("t4", "npm run test:e2e", PYTEST_PASSED, cwd=cwd, session="second-session"),
+        bash_event("t5", "npm run test:e2e -- --headed", PYTEST_PASSED, cwd=cwd, session="second-session"),
+        bash_event("t6", "npm run test:e2e:ui", PYTEST_PASSED, cwd=cwd, session="second-session"),
+    ]
+    for event in events:
+        assert_silent(run_hook(home, event))
+    from cems_cli.config import get_settings
+
+    process_pending(get_settings())
+    stored = patterns(capture_env["CEMS_USER"])
+    assert sorted(content for content, *_ in stored) == [
+        "In project acme/api the tests run with `npm run test:e2e`, `npm test` or `npm run test:e2e:ui`.",
+        "In project acme/web the tests run with `npm test`.",
+    ]
+    # Nothing new when the same commands run again.
+    assert_silent(run_hook(home, bash_event("t7", "npm test", PYTEST_PASSED, cwd=cwd, session="third")))
+    process_pending(get_settings())
+    assert sorted(content for content, *_ in patterns(capture_env["CEMS_USER"])) == sorted(
+        content for content, *_ in stored)
 
 def test_a_forgotten_pattern_is_not_stored_again(capture_env, tmp_path, cli):
     home = Path(capture_env["CEMS_HOME"])
