@@ -6,7 +6,7 @@ crowded every question about tests, and the question found one variant among the
 memory, its roll: "In project api the tests run with `pytest` or `make test`.", its commands in the order
 they were first seen. A command that only adds options to one the roll names is that command (`npm run
 test:e2e -- --reporter=line` is `npm run test:e2e`: the shorter is kept); one that adds an argument is
-another (`pip install -e .`, `pytest tests/unit`). Past ROLL_ITEMS the oldest leaves.
+another (`pip install -e .`, `pytest tests/unit`). Past ROLL_ITEMS (HOT_FILE_ITEMS) the oldest leaves.
 
 Both triggers store through `store_in_roll`: the capture worker (tool events) and the capture engine (the
 commands a transcript's turn ran). The roll is read and rewritten under a lock on its tag, so two writers
@@ -25,7 +25,11 @@ from cems_cli.capture.tool_patterns import project_label, roll_text
 if TYPE_CHECKING:
     from cems_cli.engine.service import MemoryService
 
-ROLL_ITEMS = 12
+# How many items a roll names, the oldest leaving first past it. Commands: a year of one busy project
+# named 25 distinct test commands, and one that left was the answer to "how do I run the agent's
+# integration tests?". Files that keep changing are hints, and their absolute paths are long.
+ROLL_ITEMS = 30
+HOT_FILE_ITEMS = 8
 # An item as roll_text writes it: a code span, then an install's package manager.
 _ITEM = re.compile(r"`[^`\n]+`(?: \([\w.+ -]+\))?")
 
@@ -59,7 +63,7 @@ def _more_options(longer: str, shorter: str) -> bool:
     return bool(added) and all(word.startswith("-") for word in added)
 
 
-def with_item(items: list[str], item: str) -> list[str] | None:
+def with_item(items: list[str], item: str, limit: int = ROLL_ITEMS) -> list[str] | None:
     """`items` with `item` added (None: the roll names it already). A command named with options added
     is that command; commands the roll names with options added give their place to the plain one."""
     command = _command(item)
@@ -74,7 +78,7 @@ def with_item(items: list[str], item: str) -> list[str] | None:
         kept = [known for index, known in enumerate(items) if index not in longer[1:]]
         kept[longer[0]] = item
         return kept
-    return [*items, item][-ROLL_ITEMS:]
+    return [*items, item][-limit:]
 
 
 def store_in_roll(service: MemoryService, *, project: str, kind: str, item: str, source: str,
@@ -91,7 +95,8 @@ def store_in_roll(service: MemoryService, *, project: str, kind: str, item: str,
         # Held to the end of the caller's transaction: the read, the merge and the write are one step.
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (tag,))
         existing = memories.find_live_tagged(conn, service.identity, tag)
-        items = with_item(items_of(existing.content) if existing else [], item)
+        limit = HOT_FILE_ITEMS if kind == "hot_file" else ROLL_ITEMS
+        items = with_item(items_of(existing.content) if existing else [], item, limit)
         if existing is not None and items is None:
             return existing.id, False
         text = roll_text(project_label(project), kind, items or [item])
