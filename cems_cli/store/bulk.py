@@ -138,7 +138,6 @@ def write_documents(
         stored = _insert_rows(conn, documents, chunks)
         forget_stats(conn)
         return stored
-        return
     dropped = _drop_search_indexes(conn) if rebuild_indexes else []
     with conn.cursor() as cur:
         with cur.copy(_copy_sql("memory_documents", _DOCUMENT_COPY)) as copy:

@@ -53,13 +53,6 @@ def documents_from(identity: Identity, ids: str | None = None, *, tags: str | No
     return f"cems_visible_documents({ids or 'NULL'}, {tags or 'NULL'})"
 
 
-def chunks_from(identity: Identity, documents: str | None = None) -> str:
-    """The FROM item for chunks, as documents_from; `documents` (SQL for a uuid[]) narrows to their chunks."""
-    if not identity.restricted:
-        return "memory_chunks"
-    return f"cems_visible_chunks({documents})" if documents else "cems_visible_chunks()"
-
-
 def rules_from(identity: Identity) -> str:
     return "cems_visible_rules()" if identity.restricted else "rules"
 
