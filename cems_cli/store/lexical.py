@@ -61,6 +61,7 @@ FIRST_LIMIT_FACTOR = 4
 # scores found; more sets than this (many terms of like weight) and every chunk holding any of them is scored.
 MAX_TERM_SETS = 64
 MAX_SETS_TRIED = 4_096  # sets of up to 12 terms are all tried in ~5 ms; a long prompt's are not
+MAX_TERM_ROUNDS = 16  # terms taken in one at a time before the rest are scored together
 STATS_SECONDS = 300.0
 # From this many chunks on, in a store whose every chunk the asker sees, a common lexeme's document frequency
 # is the planner's estimate (the share ANALYZE found in its sample, within a few percent: an IDF moves by
@@ -326,6 +327,7 @@ def lexical_hits(
     first = _first_terms(frequency_of)
     rest = sorted((x for x in lexemes if x not in first), key=lambda x: (frequency_of[x], x))
     rows = scoring.run(conn, [(term,) for term in first])
+    rounds = 0
     while rest:
         floor = rows[limit - 1][3] if len(rows) >= limit else None
         if floor is not None and floor > _bound(rest, idf_of, terms.pairs, phrase_weights):
@@ -339,6 +341,12 @@ def lexical_hits(
             sets = _sets_that_may_beat(rest, floor, idf_of, terms.pairs, phrase_weights)
         if sets is not None:
             rows = _best(rows + scoring.run(conn, sets, excluding=first), limit)
+            break
+        rounds += 1
+        if rounds > MAX_TERM_ROUNDS:
+            # A long prompt's terms, one by one, were hundreds of statements: the chunks holding any of the
+            # rest are scored in one pass.
+            rows = _best(rows + scoring.run(conn, [(term,) for term in rest], excluding=first), limit)
             break
         # Too few chunks found to bound anything, or too many sets: the next rarest term's chunks are scored
         # whole, and the bound is tried again.
