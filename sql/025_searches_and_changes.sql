@@ -1,4 +1,4 @@
--- A hole 024 left open (issue 27), closed in the database. Names are schema-qualified under
+-- The two holes 024 left open (issue 27), closed in the database. Names are schema-qualified under
 -- search_path = pg_catalog, <schema>, pg_temp, as in 017-024.
 --
 -- 1. Searches are recorded and counted by the database. The audit row of a search over a team's memories
@@ -32,6 +32,14 @@
 --    - it names the one team whose shared memories the search reads (none for a personal search, whose
 --      only reads are the caller's own memories): a ticket for a personal search does not read a team's.
 --    A privileged session (the embedded store, an administrator) reads the tables and needs no ticket.
+--
+-- 2. Change notifications are gone. Every write of a memory sent a NOTIFY on cems_memories naming the
+--    memory's id; any role may LISTEN (PostgreSQL has no privilege for it), so a member learned the id of
+--    every memory written, others' personal ones too, and the sending backend's pid, which
+--    pg_stat_activity names (who wrote, when); any role could also NOTIFY on the channel. Now the triggers
+--    append to cems_change_log, which members cannot read, and a reader asks cems_changes_since for the
+--    changes it may see (its own memories, its teams' shared ones) since a cursor. Nothing is sent, so
+--    nothing can be forged.
 
 -- 1. Searches ---------------------------------------------------------------------------------------------
 
@@ -281,12 +289,131 @@ DROP FUNCTION {{SCHEMA}}.cems_audit_search(text, text, text, integer, uuid[], te
 DROP FUNCTION {{SCHEMA}}.cems_take_search();
 DROP FUNCTION {{SCHEMA}}.cems_fts_match(tsquery, text, text);
 
+-- 2. Changes ----------------------------------------------------------------------------------------------
+
+-- What changed, for readers that show memories live (the viewer): one row per memory stored, changed in what
+-- it shows (text, archived, pinned, scope, expiry; not access counters or recall stamps), or deleted, with
+-- who may see it; more than 100 rows of one statement are one `bulk` row per owner, team and scope.
+-- Kept an hour. `xact` orders them for a reader (cems_changes_since).
+CREATE UNLOGGED TABLE {{SCHEMA}}.cems_change_log (
+    seq       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    xact      xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    at        timestamptz NOT NULL DEFAULT now(),
+    op        text NOT NULL CHECK (op IN ('insert', 'update', 'delete', 'bulk')),
+    memory_id uuid,
+    user_id   text NOT NULL,
+    team_id   text,
+    scope     text NOT NULL
+);
+CREATE INDEX cems_change_log_xact ON {{SCHEMA}}.cems_change_log (xact);
+CREATE INDEX cems_change_log_at ON {{SCHEMA}}.cems_change_log (at);
+ALTER TABLE {{SCHEMA}}.cems_change_log ENABLE ROW LEVEL SECURITY;
+REVOKE ALL ON {{SCHEMA}}.cems_change_log FROM PUBLIC, cems_app;
+
+-- Rows older than an hour, a hundred at a time, none another writer is removing (no writer waits).
+CREATE FUNCTION {{SCHEMA}}.cems_prune_change_log() RETURNS void
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+    DELETE FROM {{SCHEMA}}.cems_change_log l WHERE l.seq IN (
+        SELECT o.seq FROM {{SCHEMA}}.cems_change_log o WHERE o.at < now() - interval '1 hour'
+        ORDER BY o.at LIMIT 100 FOR UPDATE SKIP LOCKED)
+$$;
+REVOKE ALL ON FUNCTION {{SCHEMA}}.cems_prune_change_log() FROM PUBLIC, cems_app;
+
+CREATE FUNCTION {{SCHEMA}}.cems_log_inserted() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+BEGIN
+    IF (SELECT count(*) FROM inserted) > 100 THEN
+        INSERT INTO {{SCHEMA}}.cems_change_log (op, user_id, team_id, scope)
+        SELECT DISTINCT 'bulk', i.user_id, i.team_id, i.scope FROM inserted i;
+    ELSE
+        INSERT INTO {{SCHEMA}}.cems_change_log (op, memory_id, user_id, team_id, scope)
+        SELECT 'insert', i.id, i.user_id, i.team_id, i.scope FROM inserted i;
+    END IF;
+    PERFORM {{SCHEMA}}.cems_prune_change_log();
+    RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION {{SCHEMA}}.cems_log_deleted() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+BEGIN
+    IF (SELECT count(*) FROM deleted) > 100 THEN
+        INSERT INTO {{SCHEMA}}.cems_change_log (op, user_id, team_id, scope)
+        SELECT DISTINCT 'bulk', d.user_id, d.team_id, d.scope FROM deleted d;
+    ELSE
+        INSERT INTO {{SCHEMA}}.cems_change_log (op, memory_id, user_id, team_id, scope)
+        SELECT 'delete', d.id, d.user_id, d.team_id, d.scope FROM deleted d;
+    END IF;
+    PERFORM {{SCHEMA}}.cems_prune_change_log();
+    RETURN NULL;
+END
+$$;
+
+-- A memory that left a team (or came to one) is a change for those who saw it before, too.
+CREATE FUNCTION {{SCHEMA}}.cems_log_changed() RETURNS trigger LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp AS $$
+BEGIN
+    INSERT INTO {{SCHEMA}}.cems_change_log (op, memory_id, user_id, team_id, scope)
+    VALUES ('update', NEW.id, NEW.user_id, NEW.team_id, NEW.scope);
+    IF (OLD.user_id, OLD.team_id, OLD.scope) IS DISTINCT FROM (NEW.user_id, NEW.team_id, NEW.scope) THEN
+        INSERT INTO {{SCHEMA}}.cems_change_log (op, memory_id, user_id, team_id, scope)
+        VALUES ('update', OLD.id, OLD.user_id, OLD.team_id, OLD.scope);
+    END IF;
+    PERFORM {{SCHEMA}}.cems_prune_change_log();
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER memory_documents_notify_insert ON {{SCHEMA}}.memory_documents;
+DROP TRIGGER memory_documents_notify_update ON {{SCHEMA}}.memory_documents;
+DROP TRIGGER memory_documents_notify_delete ON {{SCHEMA}}.memory_documents;
+DROP FUNCTION {{SCHEMA}}.cems_notify_inserted();
+DROP FUNCTION {{SCHEMA}}.cems_notify_deleted();
+DROP FUNCTION {{SCHEMA}}.cems_notify_changed();
+
+CREATE TRIGGER memory_documents_log_insert AFTER INSERT ON {{SCHEMA}}.memory_documents
+    REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION {{SCHEMA}}.cems_log_inserted();
+-- The same columns as the notifications' trigger had: the updates every search makes (access counters,
+-- recall stamps) write nothing here.
+CREATE TRIGGER memory_documents_log_update AFTER UPDATE ON {{SCHEMA}}.memory_documents FOR EACH ROW
+    WHEN (OLD.content_hash IS DISTINCT FROM NEW.content_hash OR OLD.archived IS DISTINCT FROM NEW.archived
+          OR OLD.pinned IS DISTINCT FROM NEW.pinned OR OLD.scope IS DISTINCT FROM NEW.scope
+          OR OLD.expires_at IS DISTINCT FROM NEW.expires_at)
+    EXECUTE FUNCTION {{SCHEMA}}.cems_log_changed();
+CREATE TRIGGER memory_documents_log_delete AFTER DELETE ON {{SCHEMA}}.memory_documents
+    REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT EXECUTE FUNCTION {{SCHEMA}}.cems_log_deleted();
+
+-- The newest p_limit changes the caller may see (their own memories, their teams' shared ones; every change
+-- for a privileged session) of transactions from p_since on, newest first. A reader's cursor is the xmin
+-- of the snapshot it read them in (pg_snapshot_xmin(pg_current_snapshot()), in the same statement): a
+-- change its snapshot did not show was made by a transaction still running then or begun later, whose id
+-- is at least that, so the next call returns it (and some it has seen: the reader skips those by seq).
+CREATE FUNCTION {{SCHEMA}}.cems_changes_since(p_since xid8, p_limit integer)
+RETURNS TABLE (seq bigint, op text, memory_id uuid)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, {{SCHEMA}}, pg_temp ROWS 10 AS $$
+DECLARE
+    everything boolean := {{SCHEMA}}.cems_privileged();
+    me         text := {{SCHEMA}}.cems_user();
+    teams      text[] := {{SCHEMA}}.cems_my_teams();
+BEGIN
+    IF p_since IS NULL OR p_limit IS NULL OR p_limit NOT BETWEEN 1 AND 10000 THEN
+        RAISE EXCEPTION 'changes since a transaction id, 1 to 10000 at a time'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY
+    SELECT l.seq, l.op, l.memory_id FROM {{SCHEMA}}.cems_change_log l
+    WHERE l.xact >= p_since
+      AND (everything OR l.user_id = me OR (l.scope = 'shared' AND l.team_id = ANY (teams)))
+    ORDER BY l.seq DESC LIMIT p_limit;
+END
+$$;
+
 DO $$
 DECLARE
     fn text;
 BEGIN
     FOREACH fn IN ARRAY ARRAY['cems_begin_search(text, text, text, text, text)', 'cems_end_search(integer, uuid[])',
-                              'cems_fts_counts(tsquery[], text, text)']
+                              'cems_fts_counts(tsquery[], text, text)', 'cems_changes_since(xid8, integer)']
     LOOP
         EXECUTE format('REVOKE ALL ON FUNCTION %I.%s FROM PUBLIC', current_schema(), fn);
         EXECUTE format('GRANT EXECUTE ON FUNCTION %I.%s TO cems_app', current_schema(), fn);
