@@ -8,7 +8,9 @@ own ~9% and the team's 10%: a selective filter, the case where HNSW needs iterat
   in team red through CEMS_USER/CEMS_TEAM: the application's WHERE clause alone, as on the embedded store.
 - on: u0's own login role (a member of cems_app, no superuser, no BYPASSRLS) through CEMS_DATABASE_URL on the
   same socket: the same WHERE clause, and the policies; identity and team come from the database.
-Both audit their searches (a committed insert each, ~0.6 ms): the team server's cost, the same on both sides.
+Both begin and end their searches in the database (sql/025: the audit row, a committed insert, ~0.6 ms;
+the ticket the member's search functions ask for; the results added to the row): the team server's cost,
+the same on both sides.
 Both see the same memories; the bench checks that they return the same results.
 
 Texts as bench/search_latency.py: BASE of them embedded for real, the others perturbed copies of their
@@ -16,8 +18,9 @@ vectors. Memories are written with the import engine's COPY (store.bulk.write_do
 HNSW and GIN indexes built once afterwards. Query embeddings are computed once up front (both sides read
 them from the cache): what is timed is retrieval. On and off alternate per query, each going first half
 the time. Measured: the whole pipeline (`MemoryService.search`, vector and hybrid) and the store's two
-candidate queries alone (vector_hits, lexical_hits); EXPLAIN ANALYZE of both as u0 (row-level security
-on) is written to bench/results/rls_plans.txt. Target: p50 on ≤ 1.10 × p50 off.
+candidate queries alone (vector_hits, lexical_hits; u0's search begun untimed before each); EXPLAIN
+ANALYZE of both as u0 (row-level security on) is written to bench/results/rls_plans.txt. Target: p50 on ≤
+1.10 × p50 off. The audit rows' `calls` (search function calls per search) are summarised too.
 
     python bench/rls_latency.py [--sizes 10000,100000] [--queries 100] [--hybrid-queries 60]
 """
@@ -81,12 +84,15 @@ def summary(latencies: list[float]) -> dict[str, float]:
             "mean": round(sum(latencies) / len(latencies), 3)}
 
 
-def interleaved(queries: list[Any], on: Any, off: Any) -> dict[str, list[float]]:
-    """Each query on both sides, alternating which goes first; the first WARMUP untimed."""
+def interleaved(queries: list[Any], on: Any, off: Any, before_on: Any = None) -> dict[str, list[float]]:
+    """Each query on both sides, alternating which goes first; the first WARMUP untimed. `before_on(query)`
+    runs untimed before each query on."""
     times: dict[str, list[float]] = {"on": [], "off": []}
     for i, query in enumerate(queries):
         order = (("on", on), ("off", off)) if i % 2 else (("off", off), ("on", on))
         for name, run in order:
+            if name == "on" and before_on is not None:
+                before_on(query)
             started = time.perf_counter()
             run(query)
             if i >= WARMUP:
@@ -120,18 +126,22 @@ def explain_inside(admin: Any, role: str, statements: list[tuple[Any, Any]], mar
     """The plans of what the last recorded statement containing `marker` ran inside the functions it called,
     as `role`. A member's EXPLAIN shows a function scan and nothing more (sql/017_member_functions.sql), so
     the superuser takes the role's identity (SET SESSION AUTHORIZATION sets session_user, which cems_user()
-    reads) and auto_explain reports the nested statements as notices."""
+    reads), begins a search as it (the search functions ask for one, sql/025), and auto_explain reports the
+    nested statements as warnings (the functions keep notices from their caller, sql/024)."""
     from psycopg import sql
+
+    from cems_cli.store.audit import query_hash
 
     query, params = next(s for s in reversed(statements) if marker in str(s[0]))
     notices: list[str] = []
     admin.add_notice_handler(lambda diagnostic: notices.append(diagnostic.message_primary or ""))
     admin.execute("LOAD 'auto_explain'")
     admin.execute("SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; "
-                  "SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = notice; "
+                  "SET auto_explain.log_nested_statements = on; SET auto_explain.log_level = warning; "
                   "SET auto_explain.log_timing = off")
     admin.execute(sql.SQL("SET SESSION AUTHORIZATION {}").format(sql.Identifier(role)))
     try:
+        admin.execute("SELECT cems_begin_search('search', 'both', %s, %s)", (TEAM, query_hash("explain")))
         admin.execute(query, params).fetchall()
     finally:
         admin.execute("RESET SESSION AUTHORIZATION")
@@ -147,6 +157,14 @@ def candidates(name: str, svc: Any, filters: Any, vectors_of: dict[str, np.ndarr
     if name == "vector_hits":
         return lambda query: store_search.vector_hits(svc.conn, vectors_of[query], filters, DEPTH)
     return lambda query: store_lexical.lexical_hits(svc.conn, query, filters, DEPTH)
+
+
+def begin(svc: Any, query: str) -> None:
+    """The search a member's search functions ask for (sql/025): `MemoryService.search` begins it, so the
+    pipeline's times include it; the candidate queries alone are timed after it."""
+    from cems_cli.store.audit import begin_search
+
+    begin_search(svc.conn, "search", "both", TEAM, query, "u0")
 
 
 def main() -> int:
@@ -250,7 +268,7 @@ def main() -> int:
             filters = {svc: store_search.SearchFilters(identity=svc.identity) for svc in (on, off)}
             for name in ("vector_hits", "lexical_hits"):
                 sides = [candidates(name, svc, filters[svc], vectors_of) for svc in (on, off)]
-                times = interleaved(batch, *sides)
+                times = interleaved(batch, *sides, before_on=lambda query: begin(on, query))
                 entry[name] = {side: summary(values) for side, values in times.items()}
                 ratio = entry[name]["on"]["p50"] / entry[name]["off"]["p50"]
                 entry[name]["ratio_p50"] = round(ratio, 3)
@@ -262,6 +280,8 @@ def main() -> int:
             for svc, side in ((on, "on (u0, row-level security)"), (off, "off (superuser)")):
                 recorder = Recorder(svc.conn)
                 store_lexical.forget_stats(svc.conn)  # so the statistics' statements run and are recorded
+                if svc is on:
+                    begin(on, query)
                 store_search.vector_hits(recorder, vectors_of[query], filters[svc], DEPTH)
                 store_lexical.lexical_hits(recorder, query, filters[svc], DEPTH)
                 if svc is on:  # through cems_vector_hits: its plan is the superuser's to see
@@ -272,8 +292,8 @@ def main() -> int:
                 # BM25 runs: document frequencies (one GIN probe per query term, kept a minute per
                 # connection), then the scoring of the chunks holding the rarer terms (and of every match
                 # when those cannot decide the top results; the last statement run is shown).
-                if svc is on:  # through cems_fts_match, cems_fts_chunks, cems_visible_documents
-                    stats_plan = explain_inside(conn, "u0", recorder.statements, "WITH ORDINALITY")
+                if svc is on:  # through cems_fts_counts, cems_fts_chunks, cems_matching_documents
+                    stats_plan = explain_inside(conn, "u0", recorder.statements, "cems_fts_counts")
                     lexical_plan = explain_inside(conn, "u0", recorder.statements, "ORDER BY score DESC")
                 else:
                     stats_plan = explain(svc.conn, recorder.statements, "WITH ORDINALITY")
@@ -293,6 +313,12 @@ def main() -> int:
         on.close()
         off.close()
         results["audit_rows"] = conn.execute("SELECT count(*) FROM cems_audit").fetchone()[0]
+        # How many search function calls a member's search made (of the 1000 a search allows, sql/025).
+        calls = [int(r[0]) for r in conn.execute(
+            "SELECT (detail->>'calls')::int FROM cems_audit WHERE actor = 'u0' AND detail ? 'calls' "
+            "AND db_role = 'u0'").fetchall() if r[0] is not None]
+        results["search_calls"] = {"searches": len(calls), "p50": percentile(calls, 50) if calls else None,
+                                   "max": max(calls, default=None)}
         conn.close()
 
     print_table("Search latency, RLS off (superuser) vs on (u0's role), warm, in-process (ms)",
@@ -305,6 +331,7 @@ def main() -> int:
                  for s, e in results["sizes"].items() for side, use in e["plans_use"].items()])
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "rls_plans.txt").write_text("\n".join(plans), encoding="utf-8")
+    print(f"search function calls per member search: {results['search_calls']}")
     path = write_results("rls_latency", results)
     print(f"results: {path}; plans: {RESULTS / 'rls_plans.txt'}")
     return 0

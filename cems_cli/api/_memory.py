@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from cems_cli.progressive import Fetched, IndexEntry, Timeline
     from cems_cli.store.audit import AuditEntry
     from cems_cli.store.browse import History, SessionEntry
+    from cems_cli.store.changes import Change
     from cems_cli.store.lifecycle import Restored
-    from cems_cli.store.notify import Change
 
 
 class Remembered(NamedTuple):
@@ -407,10 +407,11 @@ class Memory(Transfer):
         return sessions(self._service.conn, self._service.identity, project or None, limit=limit)
 
     def changes(self, stop: threading.Event) -> Iterator[Change]:
-        """Memories stored, changed, forgotten, restored or purged by any process, as they commit, until
-        `stop` is set (ids only: read them with `get`). Holds a connection of its own while it runs."""
+        """Memories stored, changed, forgotten, restored or purged by any process, as they commit (within a
+        quarter of a second), until `stop` is set: yours and your teams' shared ones, ids only (read them with
+        `get`). Holds a connection of its own while it runs."""
+        from cems_cli.store.changes import changes
         from cems_cli.store.db import connect
-        from cems_cli.store.notify import changes
 
         conn = connect(self.settings)
         try:
@@ -419,11 +420,10 @@ class Memory(Transfer):
             conn.close()
 
     def change_batches(self, stop: threading.Event) -> Iterator[list[Change]]:
-        """`changes`, coalesced for a reader that reads what changed: one batch of distinct ids per short
-        window (at most 100; more is one `bulk` change), so a flood of notices, which any database role
-        can send, costs one read per window (store/notify.py)."""
+        """`changes`, for a reader that reads what changed: one batch of distinct ids per poll (at most 100;
+        more is one `bulk` change), so a burst of writes costs it one read (store/changes.py)."""
+        from cems_cli.store.changes import batches
         from cems_cli.store.db import connect
-        from cems_cli.store.notify import batches
 
         conn = connect(self.settings)
         try:

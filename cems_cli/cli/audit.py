@@ -42,7 +42,11 @@ def audit(
     for entry in found:
         what = entry.memory_id[:8] if entry.memory_id else ""
         if entry.query_hash:
-            detail = f"query {entry.query_hash[:12]}, {entry.detail.get('results', 0)} results"
+            # A search's results are added when it ends (sql/025): one still running, or never ended by
+            # its client, has none.
+            results = entry.detail.get("results")
+            counted = f"{results} results" if results is not None else "results not recorded"
+            detail = f"query {entry.query_hash[:12]}, {counted}"
         else:
             detail = f"{entry.category} by {entry.author}" if entry.author else ""
         table.add_row(entry.at.strftime("%Y-%m-%d %H:%M:%S"), shown(entry.actor), entry.action,

@@ -1,7 +1,9 @@
-"""SQL for the audit trail (sql/009_teams_rls.sql): append-only; application roles only read it.
+"""SQL for the audit trail (sql/009_teams_rls.sql): application roles only read it.
 
-Writes to shared memories and rules are recorded by triggers; searches over a team's memories through
-cems_audit_search(), which records the caller as themselves. Queries are kept as a hash, never as text."""
+Writes to shared memories and rules are recorded by triggers. A search over a team's memories is recorded
+by the database when it begins (sql/025_searches_and_changes.sql cems_begin_search, which also counts it
+against the searches-per-minute quota and lets the connection's search functions run), and its results
+are added once when it ends. Queries are kept as a hash, never as text."""
 
 from __future__ import annotations
 
@@ -40,14 +42,22 @@ def query_hash(query: str) -> str:
     return hashlib.sha256(" ".join(query.split()).encode("utf-8")).hexdigest()
 
 
-def record_search(conn: psycopg.Connection, action: str, team: str | None, query: str, results: int,
-                  shared_ids: Sequence[str], actor: str) -> None:
-    """`actor` is heard only from a privileged session (the embedded store); others are recorded as the
-    database knows them."""
-    conn.execute(
-        "SELECT cems_audit_search(%s, %s, %s, %s, %s::uuid[], %s)",
-        (action, team, query_hash(query), results, list(shared_ids), actor),
-    )
+def begin_search(conn: psycopg.Connection, action: str, scope: str, team: str | None, query: str,
+                 actor: str) -> bool:
+    """Begin a search (`action` 'search' or 'recall') on a shared server: the database counts it against the
+    caller's quota (psycopg.errors.ConfigurationLimitExceeded past it), records it when it reads `team`'s
+    memories, and lets this connection's search functions run until the next begin, for 5 minutes or 1000
+    calls. Returns whether it is recorded. `actor` is heard only from a privileged session; others are
+    recorded as the database knows them. Run outside a transaction: the searches wait for its commit."""
+    row = conn.execute("SELECT cems_begin_search(%s, %s, %s, %s, %s)",
+                       (action, scope, team, query_hash(query), actor)).fetchone()
+    return bool(row and row[0])
+
+
+def end_search(conn: psycopg.Connection, results: int, shared_ids: Sequence[str]) -> None:
+    """The results of the connection's search (how many; which of the team's shared memories) onto its
+    audit row, once; the search functions are closed until the next begin."""
+    conn.execute("SELECT cems_end_search(%s, %s::uuid[])", (min(results, 10_000), list(shared_ids)[:1000]))
 
 
 def entries(conn: psycopg.Connection, *, team: str | None = None, since: datetime | None = None,

@@ -61,6 +61,7 @@ FIRST_LIMIT_FACTOR = 4
 # scores found; more sets than this (many terms of like weight) and every chunk holding any of them is scored.
 MAX_TERM_SETS = 64
 MAX_SETS_TRIED = 4_096  # sets of up to 12 terms are all tried in ~5 ms; a long prompt's are not
+MAX_TERM_ROUNDS = 16  # terms taken in one at a time before the rest are scored together
 STATS_SECONDS = 300.0
 # From this many chunks on, in a store whose every chunk the asker sees, a common lexeme's document frequency
 # is the planner's estimate (the share ANALYZE found in its sample, within a few percent: an IDF moves by
@@ -69,6 +70,7 @@ ESTIMATE_FROM = 20_000
 AVERAGE_SAMPLE_FROM = 20_000
 AVERAGE_SAMPLE_CHUNKS = 4_000
 _STATS_MAX_TERMS = 4_096  # document frequencies kept per connection and visibility
+FTS_COUNTS_MAX = 1_000  # terms cems_fts_counts counts in one call (its limit)
 
 
 @dataclass(frozen=True)
@@ -127,8 +129,8 @@ _STATS: weakref.WeakKeyDictionary[psycopg.Connection, dict[tuple[Any, ...], _Sta
 )
 
 
-# A search scope as the SQL literal cems_fts_match and cems_fts_chunks take (sql/015_fts_function.sql): they
-# apply the visibility clause of store/memories.py themselves, for members of a team server.
+# A search scope as the SQL literal cems_fts_counts and cems_fts_chunks take (sql/015_fts_function.sql,
+# 025): they apply the visibility clause of store/memories.py themselves, for members of a team server.
 _SCOPE = {"personal": "'personal'", "shared": "'shared'", "both": "'both'"}
 
 
@@ -187,16 +189,26 @@ def collection_stats(
         # security, the rows the policies let through), the owner test is left out: no second index to
         # AND with and no owner filter per row (a common term of a 100k store: 29 -> 15 ms).
         owner = "" if stats.sees_all else f" AND {where}"
-        count = (f"(SELECT count(*) FROM cems_fts_match(t.q, {_SCOPE[scope]}, %(vis_team)s))"
-                 if identity.restricted  # the function applies the visibility clause itself
-                 else f"(SELECT count(*) FROM memory_chunks c WHERE c.search_vector @@ t.q{owner})")
-        counted_row = conn.execute(
-            f"SELECT array(SELECT {count} "
-            "             FROM unnest(%(terms)s::tsquery[]) WITH ORDINALITY AS t(q, i) ORDER BY t.i)",
-            {**params, "terms": [quoted(lexeme) + ":A" for lexeme in missing]},
-        ).fetchone()
-        assert counted_row is not None  # a SELECT without FROM returns one row
-        counted = counted_row[0]
+        terms = [quoted(lexeme) + ":A" for lexeme in missing]
+        counted = []
+        if identity.restricted:
+            # One call for every term (sql/025_searches_and_changes.sql), which applies the visibility
+            # clause itself; a long prompt's terms go FTS_COUNTS_MAX at a time.
+            for start in range(0, len(terms), FTS_COUNTS_MAX):
+                counted_row = conn.execute(
+                    f"SELECT cems_fts_counts(%(terms)s::tsquery[], {_SCOPE[scope]}, %(vis_team)s)",
+                    {**params, "terms": terms[start:start + FTS_COUNTS_MAX]},
+                ).fetchone()
+                assert counted_row is not None  # a SELECT without FROM returns one row
+                counted += counted_row[0]
+        else:
+            counted_row = conn.execute(
+                "SELECT array(SELECT (SELECT count(*) FROM memory_chunks c WHERE c.search_vector @@ t.q"
+                f"{owner}) FROM unnest(%(terms)s::tsquery[]) WITH ORDINALITY AS t(q, i) ORDER BY t.i)",
+                {**params, "terms": terms},
+            ).fetchone()
+            assert counted_row is not None  # a SELECT without FROM returns one row
+            counted = counted_row[0]
         if len(stats.frequencies) + len(missing) > _STATS_MAX_TERMS:
             stats.frequencies.clear()
         stats.frequencies.update(zip(missing, (int(n) for n in counted), strict=True))
@@ -326,6 +338,7 @@ def lexical_hits(
     first = _first_terms(frequency_of)
     rest = sorted((x for x in lexemes if x not in first), key=lambda x: (frequency_of[x], x))
     rows = scoring.run(conn, [(term,) for term in first])
+    rounds = 0
     while rest:
         floor = rows[limit - 1][3] if len(rows) >= limit else None
         if floor is not None and floor > _bound(rest, idf_of, terms.pairs, phrase_weights):
@@ -339,6 +352,12 @@ def lexical_hits(
             sets = _sets_that_may_beat(rest, floor, idf_of, terms.pairs, phrase_weights)
         if sets is not None:
             rows = _best(rows + scoring.run(conn, sets, excluding=first), limit)
+            break
+        rounds += 1
+        if rounds > MAX_TERM_ROUNDS:
+            # A long prompt's terms, one by one, were hundreds of statements (on a team server each a call of
+            # the search's allowance, sql/025): the chunks holding any of the rest are scored in one pass.
+            rows = _best(rows + scoring.run(conn, [(term,) for term in rest], excluding=first), limit)
             break
         # Too few chunks found to bound anything, or too many sets: the next rarest term's chunks are scored
         # whole, and the bound is tried again.

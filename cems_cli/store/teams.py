@@ -4,7 +4,6 @@ which check the caller; application roles hold no write privilege on those table
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +21,6 @@ class Session:
     teams: tuple[str, ...]
     admin_teams: tuple[str, ...]
     cems_admin: bool  # may create teams and set quotas
-    search_quota: int | None = None  # searches a minute; None: no limit (when read)
-    read_at: float = 0.0  # time.monotonic() when read
 
     def to_json(self) -> dict[str, Any]:
         return {"restricted": self.restricted, "role": self.role, "user": self.user,
@@ -36,12 +33,11 @@ def session(conn: psycopg.Connection) -> Session:
     is subject to FORCE ROW LEVEL SECURITY counts as restricted too."""
     row = conn.execute(
         "SELECT row_security_active('memory_documents'), session_user, cems_user(), cems_my_teams(), "
-        "cems_admin_teams(), cems_is_admin(), "
-        "(SELECT q.searches_per_minute FROM cems_quota_of(cems_user()) q)"
+        "cems_admin_teams(), cems_is_admin()"
     ).fetchone()
     assert row is not None
     return Session(bool(row[0]), str(row[1]), str(row[2]), tuple(row[3] or ()), tuple(row[4] or ()),
-                   bool(row[5]), None if row[6] is None else int(row[6]), time.monotonic())
+                   bool(row[5]))
 
 
 # Teams ----------------------------------------------------------------------------------------------------
@@ -146,12 +142,6 @@ def shared_rules(conn: psycopg.Connection, team: str, *, restricted: bool = Fals
 def memory_usage(conn: psycopg.Connection) -> tuple[int | None, int]:
     """(limit, live memories) of the caller; limit None when there is none."""
     row = conn.execute("SELECT max_memories, stored FROM cems_memory_usage()").fetchone()
-    return (None, 0) if row is None or row[0] is None else (int(row[0]), int(row[1]))
-
-
-def take_search(conn: psycopg.Connection) -> tuple[int | None, int]:
-    """Count one search of the caller: (limit a minute, searches this minute including this one)."""
-    row = conn.execute("SELECT searches_per_minute, used FROM cems_take_search()").fetchone()
     return (None, 0) if row is None or row[0] is None else (int(row[0]), int(row[1]))
 
 

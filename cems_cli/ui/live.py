@@ -1,7 +1,6 @@
-"""Live updates: one thread LISTENs for changed memory ids (`Memory.change_batches`, a connection of its own)
-and hands each batch to every open page's stream (an asyncio queue each). Batches, not single changes: any
-database role can NOTIFY the channel, and a flood must cost the viewer one read per short window, not one
-per notice (store/notify.py coalesces)."""
+"""Live updates: one thread polls for changed memory ids (`Memory.change_batches`, a connection of its own)
+and hands each batch to every open page's stream (an asyncio queue each). Batches, not single changes: a
+burst of writes costs the viewer one read per poll, not one per memory (store/changes.py)."""
 
 from __future__ import annotations
 

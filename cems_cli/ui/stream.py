@@ -1,6 +1,6 @@
 """The live stream (server-sent events): for each batch of memories other processes stored or changed, one
 `memory` event carrying their rows, rendered like the memories page's rows (escaped), newest on top, for
-the page to put on top. One read per batch (`Memory.records`), however many notices made it."""
+the page to put on top. One read per batch (`Memory.records`), however many changes made it."""
 
 from __future__ import annotations
 

@@ -114,6 +114,21 @@ def test_too_many_term_sets_fall_back_to_one_term_at_a_time(service, monkeypatch
     assert _hits(service, query, 3) == _hits_unpruned(service, monkeypatch, query, 3)
 
 
+def test_a_long_query_takes_its_terms_one_at_a_time_only_so_long(service, monkeypatch):
+    """Past MAX_TERM_ROUNDS terms taken in one by one, the chunks holding any of the rest are scored in one
+    pass: a long prompt is a bounded number of statements, and the result is what scoring every match
+    gives."""
+    seen = _recorded(monkeypatch)
+    monkeypatch.setattr(lexical, "MAX_TERM_SETS", 0)
+    monkeypatch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 1)
+    monkeypatch.setattr(lexical, "MAX_TERM_ROUNDS", 2)
+    query = "deploy pipeline staging rollback canary notes team memo"
+    found = _hits(service, query, 45)  # more than the rarer terms' chunks: no bound until the end
+    assert len(seen) == 4  # the rarest term, two more one by one, then the rest together
+    assert len(seen[-1][0]) > 1 and seen[-1][1]
+    assert found == _hits_unpruned(service, monkeypatch, query, 45)
+
+
 def test_filters_that_drop_the_best_chunks_still_fill_the_limit(service, monkeypatch):
     """The best chunks are checked against the memories' filters first; when those drop too many (here a
     category filter, and no room beyond the limit itself), every match is joined."""

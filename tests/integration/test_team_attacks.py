@@ -22,7 +22,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from cems_cli import defaults
-from tests.integration.test_teams_rls import World, world  # noqa: F401  (the fixture)
+from tests.integration.test_teams_rls import World, begin_search, world  # noqa: F401  (the fixture)
 
 VECTOR = "[" + ",".join(["0.05"] * 384) + "]"
 
@@ -234,18 +234,26 @@ def test_archived_inserts_do_not_bypass_the_memory_quota(world):
 def test_the_search_audit_takes_no_flood_and_no_forgery(world):
     fine = "a" * 64
     with world.connect(world.bob) as bob:
+        # The trail's search rows are the database's: the function that wrote one for any caller is gone.
+        with pytest.raises(psycopg.errors.UndefinedFunction):
+            bob.execute("SELECT cems_audit_search('search', %s, %s, 1, '{}'::uuid[])", (world.red, fine))
         for args, why in (
-            (("search", world.red, fine, 1, [str(uuid.uuid4()) for _ in range(250_000)]), "8 MB of ids"),
-            (("search", world.red, "not a hash, any text I like", 1, []), "a forged hash"),
-            (("search", world.red, fine, -5, []), "a negative count"),
+            (("search", "both", world.red, "not a hash, any text I like"), "a forged hash"),
+            (("drop", "both", world.red, fine), "not a search"),
+            (("search", "everyone", world.red, fine), "no scope"),
         ):
-            with pytest.raises((psycopg.errors.InvalidParameterValue, psycopg.errors.CheckViolation)):
-                bob.execute("SELECT cems_audit_search(%s, %s, %s, %s, %s::uuid[])", args)
+            with pytest.raises(psycopg.errors.InvalidParameterValue):
+                bob.execute("SELECT cems_begin_search(%s, %s, %s, %s)", args)
                 pytest.fail(f"recorded {why}")
-        # Ids of memories that are not the team's shared ones are not recorded as its results.
+        # Its results: a bounded list, and ids of memories that are not the team's shared ones are dropped.
+        begin_search(bob, world.red)
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            bob.execute("SELECT cems_end_search(1, %s::uuid[])",
+                        ([str(uuid.uuid4()) for _ in range(250_000)],))
+        with pytest.raises(psycopg.errors.InvalidParameterValue):
+            bob.execute("SELECT cems_end_search(-5, '{}'::uuid[])")
         stranger = str(uuid.uuid4())
-        bob.execute("SELECT cems_audit_search('search', %s, %s, 1, %s::uuid[])",
-                    (world.red, fine, [stranger]))
+        bob.execute("SELECT cems_end_search(1, %s::uuid[])", ([stranger],))
         assert world.admin.execute("SELECT count(*) FROM cems_audit WHERE detail::text LIKE %s",
                                    (f"%{stranger}%",)).fetchone()[0] == 0
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
@@ -335,9 +343,9 @@ def test_the_full_text_function_returns_only_what_the_member_may_read(world):
                       team=world.red)["id"]
     world.ok(world.bob, "remember", f"blue's shared {word} note", "--scope", "shared", team=world.blue)
     with world.connect(world.bob) as bob:
+        begin_search(bob, world.red)
         found = {str(r[0]) for r in bob.execute(
-            "SELECT c.document_id FROM cems_visible_chunks() c "
-            "WHERE c.id IN (SELECT cems_fts_match(to_tsquery('english', %s), 'both', %s))",
+            "SELECT document_id FROM cems_fts_chunks(to_tsquery('english', %s), 'both', %s)",
             (word, world.red))}
         contents = sorted(r[0] for r in world.admin.execute(
             "SELECT d.content FROM memory_documents d WHERE d.id = ANY(%s::uuid[])", (list(found),)))
@@ -346,13 +354,12 @@ def test_the_full_text_function_returns_only_what_the_member_may_read(world):
         # Its plan is not the member's to see: EXPLAIN shows a function scan, whatever matched.
         plan = "\n".join(r[0] for r in bob.execute(
             "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, BUFFERS OFF) "
-            "SELECT * FROM cems_fts_match(to_tsquery('english', %s), 'both', %s)", (word, world.red)))
+            "SELECT * FROM cems_fts_chunks(to_tsquery('english', %s), 'both', %s)", (word, world.red)))
         assert "memory_chunks" not in plan
-        # The chunks themselves, for scoring: the same ones.
-        chunks = {str(r[0]) for r in bob.execute(
-            "SELECT document_id FROM cems_fts_chunks(to_tsquery('english', %s), 'both', %s)",
-            (word, world.red))}
-        assert chunks == found
+        # The counts BM25 takes: of the same chunks.
+        counts = bob.execute("SELECT cems_fts_counts(ARRAY[to_tsquery('english', %s)], 'both', %s)",
+                             (word, world.red)).fetchone()[0]
+        assert counts == [len(found)]
     # Alice's lexical search through the CLI finds her own and red's, not blue's.
     results = world.ok(world.alice, "search", word, "--mode", "hybrid", team=world.red)["results"]
     assert sorted(r["content"] for r in results) == [f"alice's personal {word} note",
@@ -409,16 +416,24 @@ def test_the_search_read_functions_return_only_what_the_member_may_read(world):
             assert vectors == (len(readable),)  # one chunk each, embedded on its own text
             near = set()
             for team in (world.red, world.blue, None):
+                try:
+                    begin_search(conn, team)
+                except psycopg.errors.InsufficientPrivilege:  # not their team: no search of it begins
+                    begin_search(conn)
                 for scope in ("personal", "shared", "both"):
-                    near |= {str(r[0]) for r in conn.execute(
-                        "SELECT document_id FROM cems_vector_hits(%s::vector, 10000, %s, %s)",
-                        (VECTOR, scope, team))}
+                    try:
+                        near |= {str(r[0]) for r in conn.execute(
+                            "SELECT document_id FROM cems_vector_hits(%s::vector, 10000, %s, %s)",
+                            (VECTOR, scope, team))}
+                    except psycopg.errors.ObjectNotInPrerequisiteState:  # the search is not for that team
+                        assert (role, team, scope) == (world.alice, world.blue, scope) and scope != "personal"
             assert near & set(everything) == readable
             for document in everything:
                 neighbours = conn.execute("SELECT count(*) FROM cems_document_chunks(%s, -1000, 1000)",
                                           (document,)).fetchone()[0]
                 assert (neighbours > 0) == (document in readable)
             # Nonsense is refused in one line, not run: no scope, no limit, or more than the cap.
+            begin_search(conn)
             for scope, limit in (("everyone", 10), (None, 10), ("both", None), ("both", 0), ("both", 10001)):
                 with pytest.raises(psycopg.errors.InvalidParameterValue):
                     conn.execute("SELECT * FROM cems_vector_hits(%s::vector, %s, %s)", (VECTOR, limit, scope))

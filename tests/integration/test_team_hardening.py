@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
-from tests.integration.test_teams_rls import World, world  # noqa: F401  (the fixture)
+from tests.integration.test_teams_rls import World, begin_search, world  # noqa: F401  (the fixture)
 
 VECTOR = "[" + ",".join(["0.05"] * 384) + "]"
 INSERT = ("SELECT cems_insert_memory(%s, %s, %s, %s, %s, NULL, NULL, NULL, NULL, false, NULL, NULL, NULL, "
@@ -68,7 +68,10 @@ def test_a_member_reads_no_plan_of_the_statements_inside_the_functions(world):
         bob.execute("SET client_min_messages = log")
         for setting in ("debug_print_plan", "debug_print_parse", "debug_print_rewritten"):
             bob.execute(f"SET {setting} = on")
-        bob.execute("SELECT * FROM cems_fts_match(to_tsquery('english', 'zqhuntertwo'), 'both', %s)",
+        begin_search(bob, world.red)
+        bob.execute("SELECT cems_fts_counts(ARRAY[to_tsquery('english', 'zqhuntertwo')], 'both', %s)",
+                    (world.red,)).fetchall()
+        bob.execute("SELECT * FROM cems_fts_chunks(to_tsquery('english', 'zqhuntertwo'), 'both', %s)",
                     (world.red,)).fetchall()
         bob.execute("SELECT id FROM cems_visible_documents(NULL, %s::text[])", (["x"],)).fetchall()
         bob.execute("SELECT * FROM cems_chunk_stats('shared', %s, 0, 0)", (world.red,)).fetchall()

@@ -67,6 +67,13 @@ class World:
         return psycopg.connect(self.urls[role], autocommit=True)
 
 
+def begin_search(conn: psycopg.Connection, team: str | None = None, scope: str = "both") -> bool:
+    """What a member's search functions ask for first (sql/025_searches_and_changes.sql): a search begun in an
+    earlier transaction of the same session, for `team`. True when it is recorded in the audit trail."""
+    return bool(conn.execute("SELECT cems_begin_search('search', %s, %s, repeat('a', 64))",
+                             (scope, team)).fetchone()[0])
+
+
 def _url(conninfo: str, role: str, password: str) -> str:
     info = psycopg.conninfo.conninfo_to_dict(conninfo)
     info.pop("passfile", None)
@@ -387,6 +394,7 @@ def test_indexes_stay_in_use_under_row_level_security(world):
         assert alice.execute("SELECT row_security_active('memory_chunks')").fetchone()[0] is True
         # A member reads no table (sql/019_member_api.sql): the nearest chunks come from cems_vector_hits,
         # which runs as the tables' owner.
+        begin_search(alice)
         hits = alice.execute("SELECT count(*) FROM cems_vector_hits(%s::vector, 10)", (vector,)).fetchone()[0]
         assert hits >= 1
     # Its query can be served by the HNSW index (a tiny table: ask whether it *can*; bench/rls_latency.py

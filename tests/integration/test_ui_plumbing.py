@@ -1,4 +1,4 @@
-"""What `cems ui` stands on: the change notifications (sql/012), the rule firing counts the PreToolUse hook
+"""What `cems ui` stands on: the change log (sql/025), the rule firing counts the PreToolUse hook
 keeps, hooks that import no web package, and the `cems ui` command itself (prints its address, stops when
 idle, names a taken port)."""
 
@@ -23,52 +23,50 @@ from tests.integration.test_pre_tool_use_hook import bash, run_hook, set_rules
 REPO = Path(__file__).resolve().parents[2]
 
 
-# --- change notifications ---------------------------------------------------------------------------------
+# --- changes ----------------------------------------------------------------------------------------------
 
-def test_writes_notify_ids_only_and_reads_notify_nothing(env):
+def test_writes_are_logged_as_ids_and_nothing_is_sent(env):
     import cems
+    from cems_cli.store.changes import Change, ChangeReader
     from cems_cli.store.db import connect
-    from cems_cli.store.notify import CHANNEL, parse
 
-    with cems.open() as memory:
-        listener = connect(memory.settings)
-        listener.execute(f"LISTEN {CHANNEL}")
-
-        def drain(wait: float = 1.0) -> list[str]:
-            return [n.payload for n in listener.notifies(timeout=wait, stop_after=50)]
-
-        drain(0.1)
+    with cems.open() as memory, connect(memory.settings) as listener, connect(memory.settings) as polling:
+        # The channel the store once sent every memory's id on: nothing comes on it any more.
+        listener.execute("LISTEN cems_memories")
+        reader = ChangeReader(polling)
         secret_text = "The deploy key rotation happens on Fridays"
         memory_id = memory.remember(secret_text, category="decisions").id
-        assert drain() == [f"insert {memory_id}"]
-        memory.search("deploy key rotation")  # an access: counted, not announced
-        assert drain(0.5) == []
+        assert reader.poll() == [Change("insert", memory_id)]
+        memory.search("deploy key rotation")  # an access: counted, not a change
+        assert reader.poll() == []
         memory.pin(memory_id)
         memory.forget(memory_id)
         memory.restore(memory_id)
-        assert drain() == [f"update {memory_id}"] * 3
+        assert reader.poll() == [Change("update", memory_id)]  # one per id, whatever happened to it
         memory.forget(memory_id, purge=True)
-        payloads = drain()
-        assert f"delete {memory_id}" in payloads
-        assert all(secret_text not in p and env["CEMS_USER"] not in p for p in payloads)
+        assert reader.poll() == [Change("delete", memory_id)]
         rows = [{"content": f"bulk memory number {i}", "category": "general"} for i in range(120)]
         memory.import_records(rows)
-        assert drain() == ["bulk"]
-        listener.close()
-    assert parse(f"insert {memory_id}").id == memory_id and parse("bulk").op == "bulk"
-    assert parse("drop table x") is None and parse("insert " + "a" * 65) is None
+        assert reader.poll() == [Change("bulk", None)]
+        assert reader.poll() == []  # what was read is not read again
+        assert list(listener.notifies(timeout=0.5, stop_after=1)) == []
 
 
-def test_a_forged_notice_names_no_id_prefix():
-    """Any database role may NOTIFY on the channel: `update 3` would make the viewer look up the id prefix
-    3 and show one of the user's memories as just changed."""
-    from cems_cli.store.notify import parse
+def test_a_change_committed_after_a_later_one_is_still_read(env):
+    """The reader's cursor is a snapshot's oldest running transaction, not the last change it saw: a write
+    that commits after a later-begun one has (its change numbered first) is read all the same."""
+    import cems
+    from cems_cli.store.changes import Change, ChangeReader
+    from cems_cli.store.db import connect
 
-    uuid = "0b9d6f4e-2c1a-4d8e-9f3b-7a6c5e4d3b2a"
-    assert parse(f"update {uuid}").id == uuid and parse(f"delete {uuid}").op == "delete"
-    for forged in ("update 3", "insert abc", f"update {uuid[:-1]}", f"update {uuid} x",
-                   f"update {uuid.upper()}", "bulk extra", f"update  {uuid}"):
-        assert parse(forged) is None, forged
+    with cems.open() as memory, connect(memory.settings) as slow, connect(memory.settings) as polling:
+        reader = ChangeReader(polling)
+        with slow.transaction():
+            early = memory.remember("written first, committed second", category="general").id  # (autocommit)
+            slow.execute("UPDATE memory_documents SET pinned = true WHERE id = %s", (early,))
+            later = memory.remember("written second, committed first", category="general").id
+            assert reader.poll() == [Change("insert", early), Change("insert", later)]
+        assert reader.poll() == [Change("update", early)]
 
 
 def test_changes_stream_until_stopped(env):
@@ -85,7 +83,7 @@ def test_changes_stream_until_stopped(env):
 
         thread = threading.Thread(target=listen)
         thread.start()
-        time.sleep(1.0)  # the LISTEN is in place (the connection opens and migrates first)
+        time.sleep(1.0)  # the reader has its cursor (the connection opens and migrates first)
         made = writer.remember("A memory stored by another connection", category="general").id
         thread.join(timeout=10)
         assert seen == [("insert", made)]

@@ -111,11 +111,12 @@ class MemoryService(Writing):
             raise UserError(f"unknown mode {options.mode!r} (expected one of: vector, hybrid, auto)")
         options = options.replace(category=self._category(options.category),
                                   scope=self._search_scope(options.scope))
-        self.take_search()
+        recorded = self.begin_search("search", query, options.scope)
         results = run_search(self, query, options)
         for result in results:
             result.weak = result.confidence < options.min_confidence
-        self.audit_search("search", query, options.scope, results)
+        if recorded:
+            self.end_search(results)
         if options.track_access and results:
             from cems_cli.store.memories import record_access
 
@@ -136,9 +137,10 @@ class MemoryService(Writing):
         if options is None:
             options = self.recall_options()
         options = options.replace(limit=max(1, options.limit))
-        self.take_search()
+        recorded = self.begin_search("recall", query, options.scope)
         results = run_search(self, query, options)
-        self.audit_search("recall", query, options.scope, results)
+        if recorded:
+            self.end_search(results)
         if results and options.stamp:
             # Recall on every prompt is not an access: counting it raised the priority of whatever was
             # injected, so a memory that matched loosely once was injected ever more often (on the capture

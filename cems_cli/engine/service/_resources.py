@@ -18,8 +18,6 @@ if TYPE_CHECKING:
     from cems_cli.store.memories import Identity
     from cems_cli.store.teams import Session
 
-SESSION_SECONDS = 60.0  # how long a team server's answer "no search quota for you" is trusted
-
 
 class ServiceResources:
     """The resources and the identity of a `MemoryService` (its base): built lazily, shared by
@@ -179,43 +177,29 @@ class ServiceResources:
                 "forget some or ask an administrator (cems admin quota)"
             )
 
-    def take_search(self) -> None:
-        """Count a search against the user's searches-per-minute quota on a shared server (before the
-        query is embedded); UserError once the minute's allowance is spent."""
-        if not self.restricted:
-            return
-        import time
-
-        from cems_cli.store.teams import session, take_search
-
-        assert self._session is not None
-        if self._session.search_quota is None:
-            # No quota when the session was read: skip the round trip, and look again once a minute (a
-            # long-lived search server learns of a new quota that late).
-            if time.monotonic() - self._session.read_at < SESSION_SECONDS:
-                return
-            self._session = session(self.conn)
-            if self._session.search_quota is None:
-                return
-        limit, used = take_search(self.conn)
-        if limit is not None and used > limit:
-            raise UserError(
-                f"search quota reached: {self.settings.user} may search {limit} times a minute; "
-                "try again in a minute"
-            )
-
-    def audit_search(self, action: str, query: str, scope: str, results: Sequence[SearchResult]) -> None:
-        """Record a search that covered a team's shared memories (who, when, a hash of the query, which
-        shared memories it returned) in the append-only audit trail."""
+    def begin_search(self, action: str, query: str, scope: str) -> bool:
+        """On a shared server, before the query is embedded: the database counts the search against the
+        user's searches-per-minute quota (UserError once the minute's allowance is spent), records it in the
+        audit trail when it reads a team's shared memories (who, when, a hash of the query), and lets this
+        connection's search functions run (sql/025_searches_and_changes.sql). Returns whether it is
+        recorded: `end_search` then adds its results."""
         if self._settings.database_url is None:
-            return  # the embedded store has one user: no one else's searches to account for
-        team = self.settings.team
-        shared = [result.id for result in results if result.scope == "shared"]
-        if scope == "personal" or (team is None and not shared):
-            return
-        from cems_cli.store.audit import record_search
+            return False  # the embedded store has one user: no one else's searches to account for
+        import psycopg
 
-        record_search(self.conn, action, team, query, len(results), shared, self.settings.user)
+        from cems_cli.store.audit import begin_search
+
+        try:
+            return begin_search(self.conn, action, scope, self.settings.team, query, self.settings.user)
+        except psycopg.errors.ConfigurationLimitExceeded as error:
+            raise UserError(f"{error.diag.message_primary}; try again in a minute") from None
+
+    def end_search(self, results: Sequence[SearchResult]) -> None:
+        """Which of the team's shared memories a recorded search returned, and how many results, onto its
+        audit row."""
+        from cems_cli.store.audit import end_search
+
+        end_search(self.conn, len(results), [result.id for result in results if result.scope == "shared"])
 
     # Helpers --------------------------------------------------------------------------------------
     @staticmethod
