@@ -38,6 +38,8 @@ def _token_counter(candidates: list[Candidate], budget: int):
 def _term_weights(deps: SearchDeps, options: SearchOptions, terms: list[str]) -> dict[str, float] | None:
     """Each query term's BM25 IDF over what the asker can see, for choosing the window a long memory shows
     (text/snippet.py). The lexical stage counted the same lexemes a moment ago: usually no query at all."""
+    import contextlib
+
     import psycopg
 
     from cems_cli.store.lexical import bm25_idf, collection_stats
@@ -48,8 +50,14 @@ def _term_weights(deps: SearchDeps, options: SearchOptions, terms: list[str]) ->
     wanted = sorted(set(lexemes.values()))
     if not wanted:
         return None
+    conn = deps.conn
+    # Inside an open transaction, a savepoint: a failed count must not abort the search's transaction.
+    # Outside one (autocommit, the usual case) a transaction would only cost two round trips.
+    guard = conn.transaction() if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE \
+        else contextlib.nullcontext()
     try:
-        total, _average, frequencies = collection_stats(deps.conn, deps.identity, options.scope, wanted)
+        with guard:
+            total, _average, frequencies = collection_stats(conn, deps.identity, options.scope, wanted)
     except psycopg.Error:  # a window weighted equally is still a window: the search goes on
         return None
     idf = {lexeme: bm25_idf(total, count) for lexeme, count in zip(wanted, frequencies, strict=True)}

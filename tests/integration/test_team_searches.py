@@ -218,3 +218,17 @@ def test_a_search_through_cems_writes_one_audit_row(world):
     world.ok(world.bob, "search", word, "--scope", "personal", team=world.red)
     world.ok(world.bob, "search", word)
     assert len(_search_rows(world, world.bob)) == 1
+
+
+def test_a_members_long_memory_shows_the_window_of_the_querys_rare_word(world):
+    """A long result's window weighs the query's words by their rarity (retrieval/_present.py), counted for
+    a member through cems_fts_counts after the lexical stage: within the search's ticket, the member's
+    search still answers with the window of the rare word, and is still one audit row."""
+    word = _word()
+    long_note = ("red's deploy checklist: " + "; ".join(f"step {n} checks the deploy of service {n}"
+                                                       for n in range(40)) + f"; finally {word} runs.")
+    red = world.ok(world.alice, "remember", long_note, "--scope", "shared", team=world.red)["id"]
+    found = world.ok(world.bob, "search", f"deploy {word}", "--mode", "hybrid", team=world.red)["results"]
+    shown = next(r for r in found if r["id"] == red)
+    assert word in shown["snippet"] and len(shown["snippet"]) < len(long_note)
+    assert len(_search_rows(world, world.bob)) == 1
