@@ -4,8 +4,10 @@ embedder), isolated users per test."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -102,6 +104,22 @@ def env(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iter
     get_settings.cache_clear()
     yield values
     get_settings.cache_clear()
+
+
+@pytest.fixture
+def private_tmp(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Where `tempfile` puts what the test makes in this process (an eval's throwaway CEMS_HOME), so the test
+    can check it is removed afterwards. A short folder of its own in the system's temp folder, not under
+    tmp_path: a home there is short enough for its sockets (run/cems.sock), so this process and the servers
+    it starts (which do not see the patched `tempfile`) agree on where a socket is. A home deeper than a Unix
+    socket's path allows puts its socket in a folder under the temp folder instead, which this process
+    would look for under the patched one; pytest-xdist's tmp_path (…/popen-gw0/…) is that deep."""
+    folder = Path(tempfile.mkdtemp(prefix="cems-t-"))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @dataclass

@@ -5,7 +5,6 @@ apart and together, with BM25 over the raw turns beside it."""
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -41,13 +40,6 @@ def _questions(folder: Path, names: list[str]) -> Path:
         (folder / f"{name}.jsonl").write_text("".join(json.dumps(q) + "\n" for q in QUESTIONS[name]))
     return folder
 
-
-@pytest.fixture
-def private_tmp(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
 
 
 @pytest.mark.slow

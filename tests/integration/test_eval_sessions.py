@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -57,14 +56,6 @@ def write_set(root: Path) -> Path:
     (root / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return root
 
-
-@pytest.fixture
-def private_tmp(tmp_path, monkeypatch) -> Path:
-    """Where the eval's throwaway CEMS_HOME goes, so the test can check it is removed afterwards."""
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
 
 
 def _details(path: Path) -> dict[str, dict]:

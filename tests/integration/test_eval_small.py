@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -70,14 +69,6 @@ def _write_bench(folder: Path) -> Path:
         (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return folder
 
-
-@pytest.fixture
-def private_tmp(tmp_path, monkeypatch) -> Path:
-    """Where the eval's throwaway CEMS_HOME goes, so the test can check it is removed afterwards."""
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
 
 
 def test_eval_bench_end_to_end(cli, tmp_path, private_tmp):
