@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,7 @@ def test_extraction_runs_through_the_claude_code_cli_and_is_never_observed(claud
     from cems_cli.config import load_settings
     from cems_cli.engine.service import MemoryService
 
+    started = time.time()
     root = tmp_path / "projects"
     path = root / "p" / "llm-session-1.jsonl"
     write_session(path, "llm-session-1", 3, seed=7)
@@ -97,12 +99,14 @@ def test_extraction_runs_through_the_claude_code_cli_and_is_never_observed(claud
     assert "long-term memories" in json.dumps(asked.get("system"))  # CEMS's system prompt, not the agent's
     assert not asked.get("tools")  # the model can only answer
     # CEMS never learns from its own calls: no transcript written, and its hooks (installed in this HOME's
-    # settings) did nothing for that session, so no turn was spooled for capture.
+    # settings) did nothing for that session, so no turn was spooled for capture. The home is shared with the
+    # tests this process ran before (pytest-xdist picks which): only the turns spooled during this one count.
     assert list((claude_env / ".claude").rglob("*.jsonl")) == []
     spool = Path(settings.home) / "spool.db"
     if spool.exists():
         with sqlite3.connect(spool) as conn:
-            assert conn.execute("SELECT count(*) FROM turns").fetchone()[0] == 0
+            spooled = conn.execute("SELECT count(*) FROM turns WHERE received_at >= ?", (started,)).fetchone()
+            assert spooled[0] == 0
 
 
 def test_a_cli_that_fails_is_a_failed_extraction_not_a_crash(claude_env, tmp_path, monkeypatch):
