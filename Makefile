@@ -27,9 +27,12 @@ install: $(VENV)/.installed
 run: $(VENV)/.installed
 	$(BIN)/cems demo
 
-## Install with test extras, lint and type-check, then run the test suite (benchmarks excluded).
+## Install with test extras, lint and type-check, then run the test suite (benchmarks excluded) on every core:
+## pytest-xdist hands whole files to its workers, each with its own embedded PostgreSQL (tests/conftest.py);
+## `make test TEST_WORKERS=0` runs it in one process.
+TEST_WORKERS ?= auto
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 ## Ruff-clean, mypy-clean and the layers kept (import-linter's contracts), all set in pyproject.toml:
 ## `make test`, and so CI, fails on any of them.

@@ -28,6 +28,15 @@ _CEMS_VARS = [k for k in os.environ if k.startswith("CEMS_")]
 FAST_EMBEDDER = "hashing"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test`: whole files to a worker, in collection order), the files that hold a
+    `slow` test go first, so that no worker is left running a minute-long test alone at the end."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)  # stable: the order within each group is kept
+
+
 @pytest.fixture(scope="session", autouse=True)
 def throwaway_clusters() -> Iterator[None]:
     """Every embedded PostgreSQL a test makes in this process is thrown away at its end: initdb need not
