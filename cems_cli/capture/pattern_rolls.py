@@ -88,6 +88,7 @@ def store_in_roll(service: MemoryService, *, project: str, kind: str, item: str,
     of the text once private parts are removed. Call inside the caller's transaction."""
     from cems_cli.errors import UserError
     from cems_cli.store import memories
+    from cems_cli.text.redact import redact_secrets
 
     conn = service.conn
     tag = roll_tag(project, kind)
@@ -96,6 +97,9 @@ def store_in_roll(service: MemoryService, *, project: str, kind: str, item: str,
         conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (tag,))
         existing = memories.find_live_tagged(conn, service.identity, tag)
         limit = HOT_FILE_ITEMS if kind == "hot_file" else ROLL_ITEMS
+        # The roll's items are read back as stored, secrets redacted: compared as such, a command holding a
+        # token is named once, not once more each time it runs.
+        item = redact_secrets(item)
         items = with_item(items_of(existing.content) if existing else [], item, limit)
         if existing is not None and items is None:
             return existing.id, False

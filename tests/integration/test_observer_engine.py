@@ -467,3 +467,14 @@ def test_a_projects_test_commands_from_transcripts_make_one_memory(svc, tmp_path
     assert report.errors == []
     patterns = [text for text, category in stored(svc) if category == "patterns"]
     assert patterns == ["In project shop-api the tests run with `npm test` or `npm run test:e2e`."]
+
+
+def test_a_command_holding_a_secret_is_named_once_in_its_roll(svc):
+    from cems_cli.capture.pattern_rolls import store_in_roll
+
+    token = "sk-ant-api03-" + "a1b2c3d4e5" * 4
+    for _ in range(3):  # the command runs again each turn: compared as stored (redacted), it is known
+        store_in_roll(svc, project="project:shop-api", kind="test", item=f"`API_KEY={token} npm test`",
+                      source="observer", source_ref="project:shop-api", tags=[], created_at=None)
+    (content,) = [text for text, category in stored(svc) if category == "patterns"]
+    assert token not in content and content.count("npm test") == 1, content
