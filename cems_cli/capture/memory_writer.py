@@ -114,17 +114,24 @@ class MemoryWriter:
         """Fold each closed turn into its session's record and keep the session's one context memory up
         to date, inside the caller's transaction (so exactly once, like the offset)."""
         conn = self.svc.conn
+        # A session's turns in one batch are folded together and its context memory embedded once: per
+        # turn, a catching-up observer re-embedded the same growing record for every turn (14 of 17 s of a
+        # 50 MB transcript). Merging only accumulates: the record stored is the one turn by turn ends with.
+        by_session: dict[str, list[Chunk]] = {}
         for chunk in chunks:
-            if not chunk.session_id:
-                continue
-            record, memory_id = store.lock_session(conn, self.user, chunk.session_id)
+            if chunk.session_id:
+                by_session.setdefault(chunk.session_id, []).append(chunk)
+        for session_id, turns in by_session.items():
+            record, memory_id = store.lock_session(conn, self.user, session_id)
             if record is None:
-                record = sessions.new_record(chunk.session_id, chunk.project, chunk.branch, chunk.sidechain)
-                record["line"] = chunk.line
-            record = sessions.merge(record, chunk.session)
+                first = turns[0]
+                record = sessions.new_record(session_id, first.project, first.branch, first.sidechain)
+                record["line"] = first.line
+            for chunk in turns:
+                record = sessions.merge(record, chunk.session)
             if sessions.worth_remembering(record):
                 memory_id = self._store_context(record, memory_id, report)
-            store.save_session(conn, self.user, chunk.session_id, record, memory_id)
+            store.save_session(conn, self.user, session_id, record, memory_id)
 
     def _store_context(self, record: dict, memory_id: str | None, report: RunReport) -> str | None:
         text = sessions.render(record)

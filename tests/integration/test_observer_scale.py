@@ -65,7 +65,9 @@ def observe_file(env: dict[str, str], root: Path, megabytes: float, seed: int) -
 @pytest.mark.real_model  # its memory bound was measured with the real model loaded
 @pytest.mark.slow
 def test_a_50_mb_transcript_is_processed_completely_in_bounded_memory(env, tmp_path):
-    small, _small_path, _ = observe_file(env, tmp_path / "small", 2, seed=1)
+    # The 10 MB run already embeds full batches of long text, which size the model's memory arena once
+    # (~50 MiB, whatever the file's size): what is left to compare is what grows with the file.
+    small, _small_path, _ = observe_file(env, tmp_path / "small", 10, seed=1)
     big, big_path, size = observe_file(env, tmp_path / "big", 50, seed=2)
     report = big["report"]
     assert report["errors"] == [] and report["malformed"] == 0
@@ -74,8 +76,8 @@ def test_a_50_mb_transcript_is_processed_completely_in_bounded_memory(env, tmp_p
     growth_mib = (big["peak_rss_kib"] - small["peak_rss_kib"]) / 1024
     print(
         f"\n50 MB: {big['seconds']:.1f}s, peak RSS {big['peak_rss_kib'] / 1024:.0f} MiB "
-        f"(2 MB: {small['peak_rss_kib'] / 1024:.0f} MiB, growth {growth_mib:.0f} MiB)"
+        f"(10 MB: {small['peak_rss_kib'] / 1024:.0f} MiB, growth {growth_mib:.0f} MiB)"
     )
-    # Holding the file (or its parsed lines) would add well over 50 MiB; reading it in bounded pieces
-    # adds at most a few read blocks and one commit's worth of chunks.
-    assert growth_mib < 40
+    # Holding the file (or its parsed lines) would add over 38 MiB for the 40 MB more; reading it in
+    # bounded pieces adds at most a few read blocks and one commit's worth of chunks (3 MiB measured).
+    assert growth_mib < 25
