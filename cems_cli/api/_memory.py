@@ -117,6 +117,10 @@ class Memory(Transfer):
         accepts its first request, so no request pays for it."""
         self._service.query_embedder.embed(["warm up"])
         self._service.conn.execute("SELECT 1")
+        if self.settings.llm_configured:
+            # The SDK's import (~0.7 s, more on a busy machine) would otherwise fall on the first search's
+            # LLM stages, inside the prompt hook's 1.5 s: they were skipped for want of time.
+            import openai  # noqa: F401
 
     def close(self) -> None:
         self._service.close()
