@@ -38,7 +38,12 @@ run: $(VENV)/.installed
 ## time is spent waiting on the processes it starts (servers, Claude Code, hooks), and on 2 cores 3 workers
 ## ran it in 215 s where 2 took 252 s (4 took 236 s: more servers than the cores can start in time).
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
-test: lint
+## While lint runs on one core, one collection on the other writes pytest's rewritten test modules to
+## __pycache__ (even where PYTHONDONTWRITEBYTECODE is set, as in some CI images): each worker then collects
+## in 4 s instead of 9.
+test: $(VENV)/.installed-test
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q --collect-only -p no:xdist >/dev/null 2>&1 & \
+	$(MAKE) --no-print-directory lint; status=$$?; wait; exit $$status
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 ## Ruff-clean, mypy-clean and the layers kept (import-linter's contracts), all set in pyproject.toml:
