@@ -111,6 +111,28 @@ def test_appends_in_arbitrary_pieces_give_the_same_memories_as_one_pass(svc, tmp
     assert file_row(svc, path) == (len(data), None)
 
 
+def test_a_batch_folds_a_sessions_turns_and_stores_its_record_once(svc, tmp_path):
+    """A catching-up observer embeds a session's context memory once per committed batch, not once per
+    turn, and stores what a run committing one turn at a time stores."""
+    root = tmp_path / "projects"
+    path = root / "-home-dev-shop-api" / "batched-session-1.jsonl"
+    write_session(path, "batched-session-1", 12, seed=5)
+    make_idle(path)
+    batched = make_observer(svc, root).sync()
+    assert batched.errors == [] and batched.chunks == 12
+    # Eleven turns close in the read's one batch (the record stored once); the last closes when the session
+    # is found idle, a second commit, which updates it once.
+    assert batched.sessions_updated == 1
+    whole = stored(svc)
+    assert whole == one_pass(path)
+    svc.conn.execute("DELETE FROM memory_documents WHERE user_id = %s", (svc.settings.user,))
+    svc.conn.execute("DELETE FROM observer_files WHERE user_id = %s", (svc.settings.user,))
+    svc.conn.execute("DELETE FROM capture_sessions WHERE user_id = %s", (svc.settings.user,))
+    one_by_one = make_observer(svc, root, observer_commit_chunks=1).sync()
+    assert one_by_one.errors == [] and one_by_one.sessions_updated == 11
+    assert stored(svc) == whole
+
+
 def test_garbage_lines_are_skipped_counted_and_never_stop_reading(svc, tmp_path):
     root = tmp_path / "projects"
     clean = tmp_path / "clean.jsonl"
