@@ -51,12 +51,6 @@ def project_of(source_ref: str | None) -> str:
     return "project:" + name
 
 
-class SearchMode(StrEnum):
-    VECTOR = "vector"
-    HYBRID = "hybrid"
-    AUTO = "auto"
-
-
 def parse_choice(enum_cls: type[StrEnum], value: str, what: str) -> StrEnum:
     """Turn user text into an enum member, or raise ValueError naming the allowed values."""
     try:
