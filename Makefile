@@ -37,7 +37,8 @@ run: $(VENV)/.installed
 ## `make test TEST_WORKERS=0` runs it in one process. One worker more than the cores: a third of the suite's
 ## time is spent waiting on the processes it starts (servers, Claude Code, hooks), and on 2 cores 3 workers
 ## ran it in 215 s where 2 took 252 s (4 took 236 s: more servers than the cores can start in time).
-TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
+TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; f = getattr(os, "sched_getaffinity", None); \
+	print((len(f(0)) if f else os.cpu_count() or 1) + 1)')
 ## While lint runs on one core, one collection on the other writes pytest's rewritten test modules to
 ## __pycache__ (even where PYTHONDONTWRITEBYTECODE is set, as in some CI images): each worker then collects
 ## in 4 s instead of 9.
