@@ -4,6 +4,8 @@ context would be counted in, never for what the estimates do not hold, and the h
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cems_cli.engine.service import MemoryService
@@ -51,3 +53,28 @@ def test_no_estimates_when_a_chunk_has_a_context(lone, monkeypatch):
     lone.remember("The deploy runbook lives in the wiki.", context="Asked about the deploy pipeline")
     lone.conn.execute("ANALYZE memory_chunks")
     assert lexical._planner_frequencies(lone.conn) == {}
+
+
+def _counts_every_chunk(statement: str) -> bool:
+    return re.search(r"count\(\*\) FROM memory_chunks($|\))", statement) is not None
+
+
+def test_a_large_stores_chunks_are_the_row_count_analyze_keeps_not_a_count(lone, monkeypatch):
+    statements: list[str] = []
+    execute = lone.conn.execute
+
+    def recording(query, params=None, *args, **kwargs):
+        statements.append(str(query))
+        return execute(query, params, *args, **kwargs)
+
+    monkeypatch.setattr(lone.conn, "execute", recording)
+    lexemes = lexical.lexical_terms(lone.conn, "deploy pipeline").lexemes
+    small, _average, _frequencies = lexical.collection_stats(lone.conn, lone.identity, "both", lexemes)
+    assert small == len(TEXTS) and any(_counts_every_chunk(s) for s in statements)
+    # A million chunks were counted by reading the whole table, 0.5 s of a prompt every few minutes.
+    monkeypatch.setattr(lexical, "ESTIMATE_FROM", 1)
+    lexical.forget_stats(lone.conn)
+    statements.clear()
+    large, _average, _frequencies = lexical.collection_stats(lone.conn, lone.identity, "both", lexemes)
+    assert large == len(TEXTS)  # ANALYZE read every row of so small a table
+    assert not any(_counts_every_chunk(s) for s in statements), statements
