@@ -52,6 +52,8 @@ def test_pruned_scoring_returns_what_scoring_every_match_returns(service, monkey
     monkeypatch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 1)  # the rarest term alone first
     assert _hits(service, query, limit) == every
     assert len(every) == limit
+    monkeypatch.setattr(lexical, "FLOOR_FIRST_FROM", 1)  # the chunks holding every term first, for a floor
+    assert _hits(service, query, limit) == every
 
 
 def _recorded(monkeypatch) -> list[tuple[list[tuple[str, ...]], list[str]]]:
@@ -99,6 +101,25 @@ def test_past_the_first_terms_only_chunks_holding_enough_of_the_others_are_score
             "SELECT id::text, content FROM memory_documents WHERE id = ANY(%s::uuid[])",
             ([doc for doc, _ in found],)).fetchall())
         assert all(text.startswith("beta gamma note") for text in texts.values())
+
+
+COMMON_TEXTS = ([f"beta gamma note {n}." for n in range(12)] + [f"beta item {n}" for n in range(60)]
+                + [f"gamma item {n}" for n in range(60)])
+
+
+def test_when_every_term_is_common_the_chunks_holding_them_all_set_the_floor(env, monkeypatch):
+    """Even the rarest term holds too many chunks to score whole: the chunks holding every term are scored
+    first, and since a chunk holding "beta" or "gamma" alone cannot beat the limit-th of them, that is the
+    only pass (72 chunks hold "beta"; 12 hold both). The result is what scoring every match gives."""
+    from cems_cli.engine.bulk import import_memories
+
+    with MemoryService(get_settings()) as svc:
+        import_memories(svc, [svc.prepare(text) for text in COMMON_TEXTS])
+        seen = _recorded(monkeypatch)
+        monkeypatch.setattr(lexical, "FLOOR_FIRST_FROM", 50)
+        found = _hits(svc, "beta gamma", 3)
+        assert seen == [([("beta", "gamma")], [])]
+        assert found == _hits_unpruned(svc, monkeypatch, "beta gamma", 3) and len(found) == 3
 
 
 def _hits_unpruned(service, monkeypatch, query: str, limit: int) -> list[tuple[str, float]]:
