@@ -56,6 +56,7 @@ PRUNE_FIRST_CHUNKS = 2_000
 # terms are scored first, for a floor (`_from_a_floor`). Lexical probe of a million templated memories, p50
 # 186 -> 25 ms; below this its probes cost more than they save (100k: p50 13 -> 17 ms when always tried).
 FLOOR_FIRST_FROM = 10_000
+FLOOR_TRIES = 3
 # Statistics are kept per connection for this long. Counting them afresh on every search cost a team
 # member's search ~6 ms at 10k memories (1.9k visible: every row's visibility tested twice per search).
 # The best chunks by score, this many times the limit, are checked against the live, category and project
@@ -397,9 +398,11 @@ def _from_a_floor(conn: psycopg.Connection, scoring: _Scoring, terms: LexicalTer
     if rarest < FLOOR_FIRST_FROM or len(held) < 2:
         return None
     rows: list[Any] = []
-    while len(held) >= 2:  # fewer chunks than the limit hold them all: the most common term is let go
+    # Fewer chunks than the limit hold them all: the most common term is let go, a few times at most (a long
+    # prompt's many terms would otherwise be as many statements before the usual path).
+    for _ in range(FLOOR_TRIES):
         rows = scoring.run(conn, [tuple(held)])
-        if len(rows) >= limit:
+        if len(rows) >= limit or len(held) <= 2:
             break
         held.pop()
     if len(rows) < limit:

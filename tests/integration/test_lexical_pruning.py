@@ -125,6 +125,7 @@ def test_when_every_term_is_common_the_chunks_holding_them_all_set_the_floor(env
 def _hits_unpruned(service, monkeypatch, query: str, limit: int) -> list[tuple[str, float]]:
     with monkeypatch.context() as patch:
         patch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 10**9)
+        patch.setattr(lexical, "FLOOR_FIRST_FROM", 10**9)
         return _hits(service, query, limit)
 
 
