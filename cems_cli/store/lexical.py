@@ -345,14 +345,21 @@ def lexical_hits(
     idf_of = dict(zip(lexemes, idf, strict=True))
     phrase_weights = [phrase_weight * (idf_of[a] + idf_of[b]) / 2 for a, b, _ in terms.pairs]
     scoring = _Scoring(terms, idf, phrase_weights, max(average_length, 1.0), filters, limit)
-    # Max-score pruning: score the chunks holding the rarer terms; while a chunk holding only the other terms
-    # could still beat the limit-th score found, take the next rarest term in and score again.
     frequency_of = dict(zip(lexemes, frequencies, strict=True))
-    floored = _from_a_floor(conn, scoring, terms, frequency_of, idf_of, phrase_weights, limit)
-    if floored is not None:
-        return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3]), sum(idf)) for r in floored]
+    rows = _from_a_floor(conn, scoring, terms, frequency_of, idf_of, phrase_weights, limit)
+    if rows is None:
+        rows = _rarest_first(conn, scoring, terms, frequency_of, idf_of, phrase_weights, limit)
+    full_match = sum(idf)
+    return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3]), full_match) for r in rows]
+
+
+def _rarest_first(conn: psycopg.Connection, scoring: _Scoring, terms: LexicalTerms,
+                  frequency_of: dict[str, int], idf_of: dict[str, float], phrase_weights: list[float],
+                  limit: int) -> list[Any]:
+    """Max-score pruning: score the chunks holding the rarer terms; while a chunk holding only the other
+    terms could still beat the limit-th score found, take the next rarest term in and score again."""
     first = _first_terms(frequency_of)
-    rest = sorted((x for x in lexemes if x not in first), key=lambda x: (frequency_of[x], x))
+    rest = sorted((x for x in terms.lexemes if x not in first), key=lambda x: (frequency_of[x], x))
     rows = scoring.run(conn, [(term,) for term in first])
     rounds = 0
     while rest:
@@ -380,8 +387,7 @@ def lexical_hits(
         term = rest.pop(0)
         rows = _best(rows + scoring.run(conn, [(term,)], excluding=first), limit)
         first.append(term)
-    full_match = sum(idf)
-    return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3]), full_match) for r in rows]
+    return rows
 
 
 def _from_a_floor(conn: psycopg.Connection, scoring: _Scoring, terms: LexicalTerms,
