@@ -26,7 +26,7 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import psycopg
 
@@ -418,11 +418,28 @@ def _from_a_floor(conn: psycopg.Connection, scoring: _Scoring, terms: LexicalTer
         return None
     # Chunks holding a set with those terms in it were all scored already; no set at all: nothing beats it.
     others = [group for group in sets if not set(held) <= set(group)]
-    if sum(min(frequency_of[lexeme] for lexeme in group) for group in others) >= rarest:
+    # No cheaper than the rarest term: a set of one term as common, or sets that match as many chunks
+    # together. An AND of common terms matches far fewer chunks than its rarest term holds, but how many is
+    # not known from the terms' frequencies (they co-occur: "connection timeout"): the sets' chunks are
+    # scored up to as many as the rarest term holds, and given up if there are more. A million templated
+    # memories, the prompt hook's depth: lexical probe p50 168 -> 23 ms against a bound from the
+    # frequencies alone (the smallest frequency of each set, summed).
+    if sum(frequency_of[group[0]] for group in others if len(group) == 1) >= rarest:
         return None
-    more = scoring.run(conn, others) if others else []
+    more = scoring.run(conn, others, cap=rarest) if others else []
+    if more is None:
+        return None
     unique = {row[0]: row for row in rows + more}
     return _best(list(unique.values()), limit)
+
+
+def _tsquery(matching: Sequence[tuple[str, ...]], excluding: Sequence[str] = ()) -> str:
+    """Chunks holding every term of one of the `matching` sets, and none of `excluding`."""
+    wanted = "(" + " | ".join("(" + " & ".join(quoted(lexeme) for lexeme in group) + ")"
+                              for group in matching) + ")"
+    if excluding:
+        wanted += " & !(" + " | ".join(quoted(lexeme) for lexeme in excluding) + ")"
+    return wanted
 
 
 class _Scoring:
@@ -464,37 +481,58 @@ class _Scoring:
             "length(ts_filter(c.search_vector, '{a}')) / %(avgdl)s))"
         )
 
+    @overload
     def run(self, conn: psycopg.Connection, matching: Sequence[tuple[str, ...]],
-            excluding: Sequence[str] = ()) -> list[Any]:
+            excluding: Sequence[str] = ..., cap: None = ...) -> list[Any]: ...
+
+    @overload
+    def run(self, conn: psycopg.Connection, matching: Sequence[tuple[str, ...]],
+            excluding: Sequence[str] = ..., *, cap: int) -> list[Any] | None: ...
+
+    def run(self, conn: psycopg.Connection, matching: Sequence[tuple[str, ...]],
+            excluding: Sequence[str] = (), cap: int | None = None) -> list[Any] | None:
         """The `limit` best chunks among those holding every term of one of the `matching` sets and none of
-        `excluding`, scored on every query term, best first (ties by id).
+        `excluding`, scored on every query term, best first (ties by id). With a `cap`: None, having scored
+        that many, when at least that many chunks match.
 
         The chunks are scored on their own (their owner columns say who may see them) and only the best few
         are joined to their memories for the live, category and project filters: joining every match made
         the planner hash all 100k memories (20 ms). When the filters drop too many of those few, the match
         set is joined whole."""
-        wanted = "(" + " | ".join("(" + " & ".join(quoted(lexeme) for lexeme in group) + ")"
-                                  for group in matching) + ")"
-        if excluding:
-            wanted += " & !(" + " | ".join(quoted(lexeme) for lexeme in excluding) + ")"
-        params = {**self.params, "matching": wanted}
+        params = {**self.params, "matching": _tsquery(matching, excluding)}
         scored = f"SELECT c.id, c.document_id, c.chunk_index, {self.score} AS score FROM {self.matched}"
+        if cap is not None:
+            # The first `cap` matches, scored, and how many there were (a window count, before the limit).
+            params["cap"] = cap
+            capped = (f"(SELECT c.id, c.document_id, c.chunk_index, c.search_vector FROM {self.matched} "
+                      "LIMIT %(cap)s) c")
+            counted = (f"SELECT c.id, c.document_id, c.chunk_index, {self.score} AS score, "
+                       f"count(*) OVER () AS matched FROM {capped} "
+                       "ORDER BY score DESC, c.id LIMIT %(first_limit)s")
+            rows = conn.execute(self._joined(counted, ", m.matched"), params).fetchall()
+            if rows and rows[0][4] >= cap:
+                return None
+            if len(rows) >= self.limit or (rows and rows[0][4] <= params["first_limit"]):
+                return [row[:4] for row in rows]
+            # Nothing came back, or the filters dropped too many of the best: as without a cap.
+            return self.run(conn, matching, excluding)
         rows = conn.execute(self._joined(f"{scored} ORDER BY score DESC, c.id LIMIT %(first_limit)s"),
                             params).fetchall()
         if len(rows) < self.limit and self._more_than_first(conn, params):
             rows = conn.execute(self._joined(scored), params).fetchall()
         return rows
 
-    def _joined(self, scored: str) -> str:
+    def _joined(self, scored: str, extra: str = "") -> str:
         """The scored chunks joined to their memories for the filters. A member's memories pass the same
         filters in cems_matching_documents (sql/019_member_api.sql), for just the memories of those chunks."""
         if self.restricted:
             return (f"WITH m AS MATERIALIZED ({scored}) "
-                    "SELECT m.id, m.document_id, m.chunk_index, m.score FROM m WHERE m.document_id IN ("
+                    f"SELECT m.id, m.document_id, m.chunk_index, m.score{extra} FROM m "
+                    "WHERE m.document_id IN ("
                     "  SELECT cems_matching_documents(ARRAY(SELECT DISTINCT document_id FROM m), "
                     "    %(f_scope)s, %(vis_team)s, %(f_category)s, %(f_project)s)) "
                     "ORDER BY m.score DESC, m.id LIMIT %(limit)s")
-        return (f"SELECT m.id, m.document_id, m.chunk_index, m.score FROM ({scored}) m "
+        return (f"SELECT m.id, m.document_id, m.chunk_index, m.score{extra} FROM ({scored}) m "
                 f"JOIN memory_documents d ON d.id = m.document_id WHERE {self.where} "
                 "ORDER BY m.score DESC, m.id LIMIT %(limit)s")
 

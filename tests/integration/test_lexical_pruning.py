@@ -56,13 +56,20 @@ def test_pruned_scoring_returns_what_scoring_every_match_returns(service, monkey
     assert _hits(service, query, limit) == every
 
 
-def _recorded(monkeypatch) -> list[tuple[list[tuple[str, ...]], list[str]]]:
+def _recorded(monkeypatch, caps: list[int | None] | None = None,
+              cap_instead: int | None = None) -> list[tuple[list[tuple[str, ...]], list[str]]]:
+    """The passes scored: (matching sets, excluded terms) each; each pass's cap into `caps`, and a pass with
+    a cap made with `cap_instead` when given."""
     seen: list[tuple[list[tuple[str, ...]], list[str]]] = []
     run = lexical._Scoring.run
 
-    def recording(self, conn, matching, excluding=()):
+    def recording(self, conn, matching, excluding=(), cap=None):
         seen.append((list(matching), list(excluding)))
-        return run(self, conn, matching, excluding)
+        if caps is not None:
+            caps.append(cap)
+        if cap is None:
+            return run(self, conn, matching, excluding)
+        return run(self, conn, matching, excluding, cap=cap if cap_instead is None else cap_instead)
 
     monkeypatch.setattr(lexical._Scoring, "run", recording)
     return seen
@@ -120,6 +127,39 @@ def test_when_every_term_is_common_the_chunks_holding_them_all_set_the_floor(env
         found = _hits(svc, "beta gamma", 3)
         assert seen == [([("beta", "gamma")], [])]
         assert found == _hits_unpruned(svc, monkeypatch, "beta gamma", 3) and len(found) == 3
+
+
+# Every term is common: "delta" is the rarest (20 chunks). 4 long chunks hold all three, a low floor: a short
+# chunk holding "delta" and one more term could beat them, and those ANDs match only the same 4.
+FLOOR_SETS_TEXTS = ([f"beta gamma delta {FILLER} {n}." for n in range(4)]
+                    + [f"delta {FILLER} {n}" for n in range(16)]
+                    + [f"beta gamma {FILLER} {n}" for n in range(30)]
+                    + [f"beta {n}" for n in range(30)] + [f"gamma {n}" for n in range(30)])
+
+
+@pytest.mark.parametrize("cap_hit", [False, True])
+def test_past_the_floor_the_sets_that_may_beat_it_are_scored_up_to_the_rarest_terms_chunks(env, monkeypatch,
+                                                                                            cap_hit):
+    """After the floor, the smallest sets of terms that may beat it are scored, unless more chunks hold them
+    than the rarest term does (an AND of co-occurring terms: its size is known only by reading it): then
+    pruning starts again from the rarest term. Either way the result is what scoring every match gives."""
+    from cems_cli.engine.bulk import import_memories
+
+    with MemoryService(get_settings()) as svc:
+        import_memories(svc, [svc.prepare(text) for text in FLOOR_SETS_TEXTS])
+        caps: list[int | None] = []
+        # With a cap of 1 the sets' chunks are as many as the cap: as if the AND matched as many as "delta".
+        seen = _recorded(monkeypatch, caps, cap_instead=1 if cap_hit else None)
+        monkeypatch.setattr(lexical, "FLOOR_FIRST_FROM", 10)
+        found = _hits(svc, "beta gamma delta", 3)
+        assert seen[0] == ([("delta", "beta", "gamma")], [])
+        assert {frozenset(group) for group in seen[1][0]} <= {frozenset(("delta", "beta")),
+                                                             frozenset(("delta", "gamma"))}
+        assert caps[:2] == [None, 20]
+        assert len(seen) == (3 if cap_hit else 2)
+        if cap_hit:  # given up: scored from the rarest term (with the others too, in a store this small)
+            assert seen[2][0][0] == ("delta",)
+        assert found == _hits_unpruned(svc, monkeypatch, "beta gamma delta", 3) and len(found) == 3
 
 
 def _hits_unpruned(service, monkeypatch, query: str, limit: int) -> list[tuple[str, float]]:

@@ -232,3 +232,40 @@ def test_a_members_long_memory_shows_the_window_of_the_querys_rare_word(world):
     shown = next(r for r in found if r["id"] == red)
     assert word in shown["snippet"] and len(shown["snippet"]) < len(long_note)
     assert len(_search_rows(world, world.bob)) == 1
+
+
+def test_a_members_bm25_past_its_floor_is_exact_through_the_search_function(world, monkeypatch):
+    """A member's chunks are matched through cems_fts_chunks: the floor, then the sets that may beat it
+    scored up to the rarest term's chunks (store/lexical.py), return what scoring every match returns, with
+    and without giving up at the cap."""
+    from cems_cli.config import load_settings
+    from cems_cli.engine.bulk import import_memories
+    from cems_cli.engine.service import MemoryService
+    from cems_cli.store import lexical
+    from cems_cli.store.search import SearchFilters
+    from tests.integration.test_lexical_pruning import FLOOR_SETS_TEXTS, _recorded
+
+    monkeypatch.setenv("CEMS_DATABASE_URL", world.urls[world.bob])
+    monkeypatch.delenv("CEMS_USER", raising=False)
+    with MemoryService(load_settings()) as svc:
+        assert svc.restricted
+        import_memories(svc, [svc.prepare(text) for text in FLOOR_SETS_TEXTS])
+        svc.begin_search("search", "beta gamma delta", "both")
+
+        def hits() -> list[tuple[str, float]]:
+            filters = SearchFilters(identity=svc.identity)
+            found = lexical.lexical_hits(svc.conn, "beta gamma delta", filters, 3)
+            return [(hit.document_id, round(hit.score, 9)) for hit in found]
+
+        with monkeypatch.context() as patch:
+            patch.setattr(lexical, "FLOOR_FIRST_FROM", 10**9)
+            patch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 10**9)
+            every = hits()
+        assert len(every) == 3
+        monkeypatch.setattr(lexical, "FLOOR_FIRST_FROM", 10)
+        for cap_instead in (None, 1):
+            with monkeypatch.context() as patch:
+                caps: list[int | None] = []
+                _recorded(patch, caps, cap_instead)
+                assert hits() == every
+                assert caps[:2] == [None, 20]
