@@ -261,6 +261,10 @@ def test_a_large_store_searches_with_a_wider_beam(env, monkeypatch):
     assert search.ef_search_for(search.HNSW_LARGE_STORE - 1) == search.HNSW_EF_SEARCH
     large = search.ef_search_for(search.HNSW_LARGE_STORE)
     assert large == search.HNSW_EF_SEARCH_LARGE > search.HNSW_EF_SEARCH
+    from cems_cli.engine.service import MemoryService
+
+    with MemoryService(load_settings()) as svc:  # a chunk at least, whichever test ran before
+        svc.remember("The search server keeps its connection warm.")
     fresh = connect(load_settings())
     try:
         fresh.execute("ANALYZE memory_chunks")  # the test store's chunks, in the planner's statistics
