@@ -255,14 +255,13 @@ def test_search_settings_are_set_once_per_connection(env):
 def test_a_large_store_searches_with_a_wider_beam(env, monkeypatch):
     """Recall@10 fell to 0.81 at 200k chunks of real text with the beam of a small store (bench/scale.py)."""
     from cems_cli.config import load_settings
+    from cems_cli.engine.service import MemoryService
     from cems_cli.store import search
     from cems_cli.store.db import connect
 
     assert search.ef_search_for(search.HNSW_LARGE_STORE - 1) == search.HNSW_EF_SEARCH
     large = search.ef_search_for(search.HNSW_LARGE_STORE)
     assert large == search.HNSW_EF_SEARCH_LARGE > search.HNSW_EF_SEARCH
-    from cems_cli.engine.service import MemoryService
-
     with MemoryService(load_settings()) as svc:  # a chunk at least, whichever test ran before
         svc.remember("The search server keeps its connection warm.")
     fresh = connect(load_settings())
