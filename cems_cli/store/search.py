@@ -18,9 +18,9 @@ from cems_cli.store.records import MemoryRecord, document_columns
 # The HNSW beam, by store size. Recall@10 of the product's vector query against exact search, for real
 # questions over memories of real text (bench/scale.py; pgvector 0.8, m 16, ef_construction 64): 100k chunks
 # 0.935 at ef 100, 0.989 at 200; 200k chunks 0.806 at 200, 0.888 at 400, 0.962 at 800 (the vector query alone
-# 6.1, 9.0 and 16.4 ms p50); 1M (200k real, the rest filler) 0.941 at 400, 0.964 at 800. A denser graph did not
-# help: ef_construction 128 gave 0.790 / 0.905. At a million templated memories the wider beam costs the
-# whole vector search ~6 ms p50 (14-16 -> 20-22 ms).
+# 6.1, 9.0 and 16.4 ms p50). A denser graph did not help: ef_construction 128 gave 0.790 / 0.905. 1M (200k
+# real, the rest filler), two builds: 0.930 / 0.913 at 400, 0.955 / 0.976 at 800; the vector query alone
+# p50 19 -> 34 ms, the whole vector search 36 -> 59 ms.
 HNSW_EF_SEARCH = 200
 HNSW_EF_SEARCH_LARGE = 800
 HNSW_LARGE_STORE = 150_000  # chunks in the store (planner statistics) from which the larger beam is used
