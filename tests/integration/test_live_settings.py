@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import cems
+from cems_cli import defaults
 
 
 @pytest.fixture
@@ -34,7 +35,8 @@ def test_set_get_unset_and_list(cli):
     assert listed["recall_limit"]["source"] == "user"
     assert listed["fusion_vector_weight"]["source"] == "default"
     removed = cli("config", "unset", "recall_limit", "--json").json()
-    assert (removed["removed"], removed["value"], removed["source"]) == (True, 3, "default")
+    assert (removed["removed"], removed["value"], removed["source"]) == (True, defaults.RECALL_LIMIT,
+                                                                         "default")
     assert cli("config", "unset", "recall_limit", "--json").json()["removed"] is False
 
 

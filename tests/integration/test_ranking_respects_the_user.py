@@ -125,7 +125,10 @@ def test_the_prompt_hook_leaves_out_what_capture_took_from_another_project(cli, 
     searched = [r["category"] for r in cli("search", question, "--json", "--all").json()["results"]]
     assert {"context", "patterns", "preferences"} <= set(searched)
     with MemoryService(get_settings()) as svc:
-        recalled = svc.recall(question, svc.recall_options(current_project="project:acme/api"))
+        # No relative floor: what is left out, is left out by the project it came from.
+        elsewhere = svc.recall_options(current_project="project:acme/api", min_relative=0)
+        recalled = svc.recall(question, elsewhere)
         assert [r.category for r in recalled] == ["preferences"]
-        at_home = svc.recall(question, svc.recall_options(current_project="project:acme/billing"))
+        at_home = svc.recall(question, svc.recall_options(current_project="project:acme/billing",
+                                                          min_relative=0))
         assert "context" in {r.category for r in at_home}  # at home, its own session record counts
