@@ -57,6 +57,15 @@ PRUNE_FIRST_CHUNKS = 2_000
 # 186 -> 25 ms; below this its probes cost more than they save (100k: p50 13 -> 17 ms when always tried).
 FLOOR_FIRST_FROM = 10_000
 FLOOR_TRIES = 3
+# A term this many chunks hold, and this share of all, brings no chunk in on its own when the query has a
+# rarer term: a memory sharing only "use" with "Which linter do we use?" is no evidence (idf ~1.4 in a
+# million, against ~12 for "linter"), and finding the best of them meant scoring all 238k (0.6 s), since
+# fewer than the limit hold "linter". Its chunks still score it when they hold another term. Only stores
+# this large are concerned: below it, BM25 is exact over every chunk holding any query term. A million
+# memories of real text and filler, 100 questions: the same top 10 for 98 (top 4 for 99), hybrid p50 82-111
+# -> 70-85 ms, the prompt hook p50 291 -> 206-219 ms (bench/RESULTS.md).
+COMMON_FROM = 10_000
+COMMON_SHARE = 0.05
 # Statistics are kept per connection for this long. Counting them afresh on every search cost a team
 # member's search ~6 ms at 10k memories (1.9k visible: every row's visibility tested twice per search).
 # The best chunks by score, this many times the limit, are checked against the live, category and project
@@ -305,9 +314,11 @@ def _best(rows: list[Any], limit: int) -> list[Any]:
 
 
 def _sets_that_may_beat(terms: Sequence[str], floor: float, idf_of: dict[str, float], pairs,
-                        phrase_weights: list[float]) -> list[tuple[str, ...]] | None:
-    """The smallest sets of `terms` whose bound beats `floor`: a chunk must hold one of them to score above
-    it. None when they would take too long to find or be too many to write out (a long prompt's terms)."""
+                        phrase_weights: list[float],
+                        also: Sequence[str] = ()) -> list[tuple[str, ...]] | None:
+    """The smallest sets of `terms` whose bound beats `floor` (with the terms `also` there, which every chunk
+    may hold besides): a chunk must hold one of them to score above it. None when they would take too long
+    to find or be too many to write out (a long prompt's terms)."""
     found: list[tuple[str, ...]] = []
     tried = 0
     for size in range(1, len(terms) + 1):
@@ -317,7 +328,7 @@ def _sets_that_may_beat(terms: Sequence[str], floor: float, idf_of: dict[str, fl
                 return None
             if any(set(smaller) <= set(candidate) for smaller in found):
                 continue
-            if _bound(candidate, idf_of, pairs, phrase_weights) > floor:
+            if _bound((*candidate, *also), idf_of, pairs, phrase_weights) > floor:
                 found.append(candidate)
                 if len(found) > MAX_TERM_SETS:
                     return None
@@ -348,23 +359,34 @@ def lexical_hits(
     frequency_of = dict(zip(lexemes, frequencies, strict=True))
     rows = _from_a_floor(conn, scoring, terms, frequency_of, idf_of, phrase_weights, limit)
     if rows is None:
-        rows = _rarest_first(conn, scoring, terms, frequency_of, idf_of, phrase_weights, limit)
+        rows = _rarest_first(conn, scoring, terms, frequency_of, idf_of, phrase_weights, limit,
+                             _too_common(frequency_of, total))
     full_match = sum(idf)
     return [ChunkHit(str(r[0]), str(r[1]), r[2], float(r[3]), full_match) for r in rows]
 
 
+def _too_common(frequency_of: dict[str, int], total: int) -> list[str]:
+    """The query's terms that bring no chunk in on their own (COMMON_FROM, COMMON_SHARE), when a rarer term
+    some chunk holds is there to."""
+    common = [lexeme for lexeme, n in frequency_of.items() if n >= max(COMMON_FROM, COMMON_SHARE * total)]
+    opening = any(n > 0 and lexeme not in common for lexeme, n in frequency_of.items())
+    return common if opening else []
+
+
 def _rarest_first(conn: psycopg.Connection, scoring: _Scoring, terms: LexicalTerms,
                   frequency_of: dict[str, int], idf_of: dict[str, float], phrase_weights: list[float],
-                  limit: int) -> list[Any]:
+                  limit: int, common: Sequence[str] = ()) -> list[Any]:
     """Max-score pruning: score the chunks holding the rarer terms; while a chunk holding only the other
-    terms could still beat the limit-th score found, take the next rarest term in and score again."""
-    first = _first_terms(frequency_of)
-    rest = sorted((x for x in terms.lexemes if x not in first), key=lambda x: (frequency_of[x], x))
+    terms could still beat the limit-th score found, take the next rarest term in and score again. The
+    `common` terms open no match: they count in the scores of chunks holding another term."""
+    first = _first_terms({lexeme: n for lexeme, n in frequency_of.items() if lexeme not in common})
+    rest = sorted((x for x in terms.lexemes if x not in first and x not in common),
+                  key=lambda x: (frequency_of[x], x))
     rows = scoring.run(conn, [(term,) for term in first])
     rounds = 0
     while rest:
         floor = rows[limit - 1][3] if len(rows) >= limit else None
-        if floor is not None and floor > _bound(rest, idf_of, terms.pairs, phrase_weights):
+        if floor is not None and floor > _bound([*rest, *common], idf_of, terms.pairs, phrase_weights):
             break
         # A chunk holding none of the first terms scores less than the bound of the terms it holds: only
         # chunks holding a set of the other terms whose bound beats the limit-th score found can enter.
@@ -372,7 +394,7 @@ def _rarest_first(conn: psycopg.Connection, scoring: _Scoring, terms: LexicalTer
         # either's chunks); the best of both passes are the best of all.
         sets = None
         if floor is not None:
-            sets = _sets_that_may_beat(rest, floor, idf_of, terms.pairs, phrase_weights)
+            sets = _sets_that_may_beat(rest, floor, idf_of, terms.pairs, phrase_weights, also=common)
         if sets is not None:
             rows = _best(rows + scoring.run(conn, sets, excluding=first), limit)
             break

@@ -56,6 +56,29 @@ def test_pruned_scoring_returns_what_scoring_every_match_returns(service, monkey
     assert _hits(service, query, limit) == every
 
 
+@pytest.mark.parametrize("query", ["deploy canary", "deploy pipeline rollback canary",
+                                   "notes deploy staging"])
+@pytest.mark.parametrize("limit", [3, 10])
+def test_a_term_most_chunks_hold_brings_none_in_alone(service, monkeypatch, query, limit):
+    """In a big store a term held by a large share of the chunks ("deploy", in all of them here) is no
+    evidence on its own: the result is the best of the chunks holding one of the query's other terms, scored
+    on every term, exactly; and fewer than the limit when fewer hold them."""
+    every = _hits(service, query, 100)
+    texts = dict(service.conn.execute("SELECT id::text, content FROM memory_documents").fetchall())
+    others = [word for word in query.split() if word not in ("deploy", "notes")]
+    expected = [hit for hit in every if any(word in texts[hit[0]] for word in others)][:limit]
+    monkeypatch.setattr(lexical, "COMMON_FROM", 40)
+    monkeypatch.setattr(lexical, "COMMON_SHARE", 0.5)  # "deploy" (49 chunks) and "notes" (48)
+    assert _hits(service, query, limit) == expected
+    monkeypatch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 1)  # the rarest term first: bounds with "deploy" in
+    assert _hits(service, query, limit) == expected
+    # A query of common terms alone is scored as before.
+    with monkeypatch.context() as patch:
+        patch.setattr(lexical, "COMMON_FROM", 10**9)
+        before = _hits(service, "deploy notes", limit)
+    assert _hits(service, "deploy notes", limit) == before and len(before) == limit
+
+
 def _recorded(monkeypatch, caps: list[int | None] | None = None,
               cap_instead: int | None = None) -> list[tuple[list[tuple[str, ...]], list[str]]]:
     """The passes scored: (matching sets, excluded terms) each; each pass's cap into `caps`, and a pass with
