@@ -17,6 +17,8 @@ documents' visibility). What makes it cheap:
   of the other terms it holds; when the limit-th score found beats that bound for all of them, nothing
   was missed. Otherwise only chunks holding one of the smallest sets of the other terms whose bound beats
   it are scored (`a & b`: chunks holding two common terms are far fewer than those holding either).
+  In a big store, a term held by a large share of it (COMMON_FROM, COMMON_SHARE) brings no chunk in on its
+  own when the query has a rarer term; the result is exact over the chunks holding one of the others.
 """
 from __future__ import annotations
 
