@@ -28,7 +28,7 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import Any
 
 import psycopg
 
@@ -450,7 +450,7 @@ def _from_a_floor(conn: psycopg.Connection, scoring: _Scoring, terms: LexicalTer
     # frequencies alone (the smallest frequency of each set, summed).
     if sum(frequency_of[group[0]] for group in others if len(group) == 1) >= rarest:
         return None
-    more = scoring.run(conn, others, cap=rarest) if others else []
+    more = scoring.run_capped(conn, others, rarest) if others else []
     if more is None:
         return None
     unique = {row[0]: row for row in rows + more}
@@ -505,19 +505,10 @@ class _Scoring:
             "length(ts_filter(c.search_vector, '{a}')) / %(avgdl)s))"
         )
 
-    @overload
     def run(self, conn: psycopg.Connection, matching: Sequence[tuple[str, ...]],
-            excluding: Sequence[str] = ..., cap: None = ...) -> list[Any]: ...
-
-    @overload
-    def run(self, conn: psycopg.Connection, matching: Sequence[tuple[str, ...]],
-            excluding: Sequence[str] = ..., *, cap: int) -> list[Any] | None: ...
-
-    def run(self, conn: psycopg.Connection, matching: Sequence[tuple[str, ...]],
-            excluding: Sequence[str] = (), cap: int | None = None) -> list[Any] | None:
+            excluding: Sequence[str] = ()) -> list[Any]:
         """The `limit` best chunks among those holding every term of one of the `matching` sets and none of
-        `excluding`, scored on every query term, best first (ties by id). With a `cap`: None, having scored
-        that many, when at least that many chunks match.
+        `excluding`, scored on every query term, best first (ties by id).
 
         The chunks are scored on their own (their owner columns say who may see them) and only the best few
         are joined to their memories for the live, category and project filters: joining every match made
@@ -525,26 +516,29 @@ class _Scoring:
         set is joined whole."""
         params = {**self.params, "matching": _tsquery(matching, excluding)}
         scored = f"SELECT c.id, c.document_id, c.chunk_index, {self.score} AS score FROM {self.matched}"
-        if cap is not None:
-            # The first `cap` matches, scored, and how many there were (a window count, before the limit).
-            params["cap"] = cap
-            capped = (f"(SELECT c.id, c.document_id, c.chunk_index, c.search_vector FROM {self.matched} "
-                      "LIMIT %(cap)s) c")
-            counted = (f"SELECT c.id, c.document_id, c.chunk_index, {self.score} AS score, "
-                       f"count(*) OVER () AS matched FROM {capped} "
-                       "ORDER BY score DESC, c.id LIMIT %(first_limit)s")
-            rows = conn.execute(self._joined(counted, ", m.matched"), params).fetchall()
-            if rows and rows[0][4] >= cap:
-                return None
-            if len(rows) >= self.limit or (rows and rows[0][4] <= params["first_limit"]):
-                return [row[:4] for row in rows]
-            # Nothing came back, or the filters dropped too many of the best: as without a cap.
-            return self.run(conn, matching, excluding)
         rows = conn.execute(self._joined(f"{scored} ORDER BY score DESC, c.id LIMIT %(first_limit)s"),
                             params).fetchall()
         if len(rows) < self.limit and self._more_than_first(conn, params):
             rows = conn.execute(self._joined(scored), params).fetchall()
         return rows
+
+    def run_capped(self, conn: psycopg.Connection, matching: Sequence[tuple[str, ...]],
+                   cap: int) -> list[Any] | None:
+        """As `run`, reading at most `cap` matching chunks: None when there are that many."""
+        params = {**self.params, "matching": _tsquery(matching), "cap": cap}
+        # The first `cap` matches, scored, and how many there were (a window count, before the limit).
+        capped = (f"(SELECT c.id, c.document_id, c.chunk_index, c.search_vector FROM {self.matched} "
+                  "LIMIT %(cap)s) c")
+        counted = (f"SELECT c.id, c.document_id, c.chunk_index, {self.score} AS score, "
+                   f"count(*) OVER () AS matched FROM {capped} "
+                   "ORDER BY score DESC, c.id LIMIT %(first_limit)s")
+        rows = conn.execute(self._joined(counted, ", m.matched"), params).fetchall()
+        if rows and rows[0][4] >= cap:
+            return None
+        if len(rows) >= self.limit or (rows and rows[0][4] <= params["first_limit"]):
+            return [row[:4] for row in rows]
+        # Nothing came back, or the filters dropped too many of the best: as without a cap.
+        return self.run(conn, matching)
 
     def _joined(self, scored: str, extra: str = "") -> str:
         """The scored chunks joined to their memories for the filters. A member's memories pass the same

@@ -84,17 +84,22 @@ def _recorded(monkeypatch, caps: list[int | None] | None = None,
     """The passes scored: (matching sets, excluded terms) each; each pass's cap into `caps`, and a pass with
     a cap made with `cap_instead` when given."""
     seen: list[tuple[list[tuple[str, ...]], list[str]]] = []
-    run = lexical._Scoring.run
+    run, run_capped = lexical._Scoring.run, lexical._Scoring.run_capped
 
-    def recording(self, conn, matching, excluding=(), cap=None):
+    def recording(self, conn, matching, excluding=()):
         seen.append((list(matching), list(excluding)))
         if caps is not None:
+            caps.append(None)
+        return run(self, conn, matching, excluding)
+
+    def recording_capped(self, conn, matching, cap):
+        seen.append((list(matching), []))
+        if caps is not None:
             caps.append(cap)
-        if cap is None:
-            return run(self, conn, matching, excluding)
-        return run(self, conn, matching, excluding, cap=cap if cap_instead is None else cap_instead)
+        return run_capped(self, conn, matching, cap if cap_instead is None else cap_instead)
 
     monkeypatch.setattr(lexical._Scoring, "run", recording)
+    monkeypatch.setattr(lexical._Scoring, "run_capped", recording_capped)
     return seen
 
 
