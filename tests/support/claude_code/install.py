@@ -34,6 +34,11 @@ def cache_root() -> Path:
     return Path(base) / "cems-tests" / "claude-code"
 
 
+# Read when the tests are collected: a test that points HOME at a folder of its own before it asks for the
+# CLI must still find the machine's cache, not install a second copy into its throwaway home (5 s each).
+_MACHINE_CACHE = cache_root()
+
+
 def _binary(prefix: Path) -> Path:
     return prefix / "node_modules" / ".bin" / "claude"
 
@@ -59,7 +64,7 @@ def _version_problem(binary: Path) -> str | None:
 
 def install_claude_code(root: Path | None = None, timeout: float = 600) -> Path:
     """The path of the pinned ``claude`` binary, installing it first if the cache lacks it."""
-    root = root or cache_root()
+    root = root or _MACHINE_CACHE
     target = root / VERSION
     if target.exists() and _version_problem(_binary(target)) is None:
         return _binary(target)
@@ -98,9 +103,16 @@ def install_claude_code(root: Path | None = None, timeout: float = 600) -> Path:
     return _binary(target)
 
 
+_installed: Path | None = None
+
+
 def claude_code_or_skip() -> Path:
-    """For fixtures: the installed CLI, or skip the test saying why it could not be installed."""
-    try:
-        return install_claude_code()
-    except (InstallError, OSError) as exc:
-        pytest.skip(f"Claude Code CLI unavailable: {exc}")
+    """For fixtures: the installed CLI, or skip the test saying why it could not be installed. Checked once
+    per process: each check runs the binary."""
+    global _installed
+    if _installed is None:
+        try:
+            _installed = install_claude_code()
+        except (InstallError, OSError) as exc:
+            pytest.skip(f"Claude Code CLI unavailable: {exc}")
+    return _installed
