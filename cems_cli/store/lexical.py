@@ -16,7 +16,9 @@ documents' visibility). What makes it cheap:
   are scored first. A chunk holding none of them scores less than the summed IDF, at the shortest length,
   of the other terms it holds; when the limit-th score found beats that bound for all of them, nothing
   was missed. Otherwise only chunks holding one of the smallest sets of the other terms whose bound beats
-  it are scored (`a & b`: chunks holding two common terms are far fewer than those holding either).
+  it are scored (`a & b`: chunks holding two common terms are far fewer than those holding either). When
+  those sets could still match many chunks, the chunks holding all the other terms are scored first: the
+  best of the rest, they raise the floor the sets are found from.
   In a big store, a term held by a large share of it (COMMON_FROM, COMMON_SHARE) brings no chunk in on its
   own when the query has a rarer term; the result is exact over the chunks holding one of the others.
 """
@@ -59,6 +61,12 @@ PRUNE_FIRST_CHUNKS = 2_000
 # 186 -> 25 ms; below this its probes cost more than they save (100k: p50 13 -> 17 ms when always tried).
 FLOOR_FIRST_FROM = 10_000
 FLOOR_TRIES = 3
+# Past the rarest terms, when the sets of the others that may still beat the floor can match this many chunks,
+# the chunks holding all the others are scored first (at most RAISE_FLOOR_CHUNKS of them) to raise it. A
+# million memories of real text and filler, the prompt hook's depth: lexical probe p50 63-132 -> 19-46 ms on
+# 200 templated questions, as before on 200 of the session sets'; the same hits for all 400.
+RAISE_FLOOR_FROM = 10_000
+RAISE_FLOOR_CHUNKS = 10_000
 # A term this many chunks hold, and this share of all, brings no chunk in on its own when the query has a
 # rarer term: a memory sharing only "use" with "Which linter do we use?" is no evidence (idf ~1.4 in a
 # million, against ~12 for "linter"), and finding the best of them meant scoring all 238k (0.6 s), since
@@ -386,6 +394,8 @@ def _rarest_first(conn: psycopg.Connection, scoring: _Scoring, terms: LexicalTer
                   key=lambda x: (frequency_of[x], x))
     rows = scoring.run(conn, [(term,) for term in first])
     rounds = 0
+    raised = False
+    covered: tuple[str, ...] | None = None  # every chunk holding all of these was scored
     while rest:
         floor = rows[limit - 1][3] if len(rows) >= limit else None
         if floor is not None and floor > _bound([*rest, *common], idf_of, terms.pairs, phrase_weights):
@@ -397,21 +407,55 @@ def _rarest_first(conn: psycopg.Connection, scoring: _Scoring, terms: LexicalTer
         sets = None
         if floor is not None:
             sets = _sets_that_may_beat(rest, floor, idf_of, terms.pairs, phrase_weights, also=common)
+        if sets is not None and not raised and _may_match(sets, frequency_of) >= RAISE_FLOOR_FROM:
+            # Those sets may hold tens of thousands of chunks (words said together: "image resizer"), and
+            # the floor is only what the rarest terms' chunks reached. The chunks holding all the other
+            # terms are the best of the rest: scored first (up to RAISE_FLOOR_CHUNKS), they raise the floor,
+            # and the sets are found again from it.
+            raised = True
+            rows, covered = _raise_floor(conn, scoring, rows, rest, first, frequency_of, limit)
+            continue
         if sets is not None:
-            rows = _best(rows + scoring.run(conn, sets, excluding=first), limit)
+            # Chunks holding a set with every term of `covered` in it were all scored already.
+            sets = [group for group in sets if covered is None or not set(covered) <= set(group)]
+            if sets:
+                rows = _merged(rows, scoring.run(conn, sets, excluding=first), limit)
             break
         rounds += 1
         if rounds > MAX_TERM_ROUNDS:
             # A long prompt's terms, one by one, were hundreds of statements (on a team server each a call of
             # the search's allowance, sql/025): the chunks holding any of the rest are scored in one pass.
-            rows = _best(rows + scoring.run(conn, [(term,) for term in rest], excluding=first), limit)
+            rows = _merged(rows, scoring.run(conn, [(term,) for term in rest], excluding=first), limit)
             break
         # Too few chunks found to bound anything, or too many sets: the next rarest term's chunks are scored
         # whole, and the bound is tried again.
         term = rest.pop(0)
-        rows = _best(rows + scoring.run(conn, [(term,)], excluding=first), limit)
+        rows = _merged(rows, scoring.run(conn, [(term,)], excluding=first), limit)
         first.append(term)
     return rows
+
+
+def _may_match(sets: Sequence[tuple[str, ...]], frequency_of: dict[str, int]) -> int:
+    """At most how many chunks hold one of the `sets`: each set's rarest term's chunks, summed."""
+    return sum(min(frequency_of[lexeme] for lexeme in group) for group in sets)
+
+
+def _raise_floor(conn: psycopg.Connection, scoring: _Scoring, rows: list[Any], rest: Sequence[str],
+                 first: Sequence[str], frequency_of: dict[str, int],
+                 limit: int) -> tuple[list[Any], tuple[str, ...] | None]:
+    """`rows` with the best chunks holding every one of `rest` that some chunk holds (and none of `first`,
+    scored already), and those terms when every such chunk was read (None when the cap cut them short:
+    their scores still count, as any scored chunk's do)."""
+    held = tuple(lexeme for lexeme in rest if frequency_of[lexeme] > 0)
+    if len(held) < 2:  # a single term is a set of its own: scoring it is what the sets do
+        return rows, None
+    more, complete = scoring.run_capped(conn, [held], RAISE_FLOOR_CHUNKS, excluding=first)
+    return _merged(rows, more, limit), held if complete else None
+
+
+def _merged(rows: list[Any], more: list[Any], limit: int) -> list[Any]:
+    """The `limit` best of two passes, a chunk scored by both once."""
+    return _best(list({row[0]: row for row in rows + more}.values()), limit)
 
 
 def _from_a_floor(conn: psycopg.Connection, scoring: _Scoring, terms: LexicalTerms,
@@ -450,11 +494,10 @@ def _from_a_floor(conn: psycopg.Connection, scoring: _Scoring, terms: LexicalTer
     # frequencies alone (the smallest frequency of each set, summed).
     if sum(frequency_of[group[0]] for group in others if len(group) == 1) >= rarest:
         return None
-    more = scoring.run_capped(conn, others, rarest) if others else []
-    if more is None:
-        return None
-    unique = {row[0]: row for row in rows + more}
-    return _best(list(unique.values()), limit)
+    if not others:
+        return rows
+    more, complete = scoring.run_capped(conn, others, rarest)
+    return _merged(rows, more, limit) if complete else None
 
 
 def _tsquery(matching: Sequence[tuple[str, ...]], excluding: Sequence[str] = ()) -> str:
@@ -522,10 +565,10 @@ class _Scoring:
             rows = conn.execute(self._joined(scored), params).fetchall()
         return rows
 
-    def run_capped(self, conn: psycopg.Connection, matching: Sequence[tuple[str, ...]],
-                   cap: int) -> list[Any] | None:
-        """As `run`, reading at most `cap` matching chunks: None when there are that many."""
-        params = {**self.params, "matching": _tsquery(matching), "cap": cap}
+    def run_capped(self, conn: psycopg.Connection, matching: Sequence[tuple[str, ...]], cap: int,
+                   excluding: Sequence[str] = ()) -> tuple[list[Any], bool]:
+        """As `run`, reading at most `cap` matching chunks: (the best of them, whether they were all)."""
+        params = {**self.params, "matching": _tsquery(matching, excluding), "cap": cap}
         # The first `cap` matches, scored, and how many there were (a window count, before the limit).
         capped = (f"(SELECT c.id, c.document_id, c.chunk_index, c.search_vector FROM {self.matched} "
                   "LIMIT %(cap)s) c")
@@ -534,11 +577,11 @@ class _Scoring:
                    "ORDER BY score DESC, c.id LIMIT %(first_limit)s")
         rows = conn.execute(self._joined(counted, ", m.matched"), params).fetchall()
         if rows and rows[0][4] >= cap:
-            return None
+            return [row[:4] for row in rows], False
         if len(rows) >= self.limit or (rows and rows[0][4] <= params["first_limit"]):
-            return [row[:4] for row in rows]
+            return [row[:4] for row in rows], True
         # Nothing came back, or the filters dropped too many of the best: as without a cap.
-        return self.run(conn, matching)
+        return self.run(conn, matching, excluding), True
 
     def _joined(self, scored: str, extra: str = "") -> str:
         """The scored chunks joined to their memories for the filters. A member's memories pass the same

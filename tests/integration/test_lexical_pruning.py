@@ -92,11 +92,11 @@ def _recorded(monkeypatch, caps: list[int | None] | None = None,
             caps.append(None)
         return run(self, conn, matching, excluding)
 
-    def recording_capped(self, conn, matching, cap):
-        seen.append((list(matching), []))
+    def recording_capped(self, conn, matching, cap, excluding=()):
+        seen.append((list(matching), list(excluding)))
         if caps is not None:
             caps.append(cap)
-        return run_capped(self, conn, matching, cap if cap_instead is None else cap_instead)
+        return run_capped(self, conn, matching, cap if cap_instead is None else cap_instead, excluding)
 
     monkeypatch.setattr(lexical._Scoring, "run", recording)
     monkeypatch.setattr(lexical._Scoring, "run_capped", recording_capped)
@@ -188,6 +188,40 @@ def test_past_the_floor_the_sets_that_may_beat_it_are_scored_up_to_the_rarest_te
         if cap_hit:  # given up: scored from the rarest term (with the others too, in a store this small)
             assert seen[2][0][0] == ("delta",)
         assert found == _hits_unpruned(svc, monkeypatch, "beta gamma delta", 3) and len(found) == 3
+
+
+# "alpha" is rare and said in long memories (a low floor); "delta" with "beta" or "gamma" could beat it, and
+# five short memories hold all three: scored first, they set a floor that no chunk lacking one of them beats.
+RAISE_TEXTS = ([f"alpha {FILLER} {n}" for n in range(3)] + [f"beta gamma delta note {n}." for n in range(5)]
+               + [f"beta gamma {n}" for n in range(25)] + [f"delta {FILLER} {n}" for n in range(10)])
+
+
+@pytest.mark.parametrize("cap_hit", [False, True])
+def test_the_chunks_holding_all_the_other_terms_raise_the_floor_before_the_sets(env, monkeypatch, cap_hit):
+    """Past the rarest term, when the sets that may beat its floor can match many chunks, the chunks holding
+    every other term are scored first: when all of them were read, the sets they cover need no pass. Cut
+    short by the cap, their scores still raise the floor and the sets are scored. Either way the result is
+    what scoring every match gives."""
+    from cems_cli.engine.bulk import import_memories
+
+    with MemoryService(get_settings()) as svc:
+        import_memories(svc, [svc.prepare(text) for text in RAISE_TEXTS])
+        caps: list[int | None] = []
+        seen = _recorded(monkeypatch, caps, cap_instead=1 if cap_hit else None)
+        monkeypatch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 1)
+        monkeypatch.setattr(lexical, "RAISE_FLOOR_FROM", 1)
+        found = _hits(svc, "alpha beta gamma delta", 3)
+        assert seen[:2] == [([("alpha",)], []), ([("delta", "beta", "gamma")], ["alpha"])]
+        assert caps[:2] == [None, lexical.RAISE_FLOOR_CHUNKS]
+        if cap_hit:  # one chunk of the five read: the sets are scored, from the floor it raised
+            assert len(seen) == 3 and all(len(group) >= 2 for group in seen[2][0])
+        else:
+            assert len(seen) == 2
+        assert found == _hits_unpruned(svc, monkeypatch, "alpha beta gamma delta", 3) and len(found) == 3
+        texts = dict(svc.conn.execute(
+            "SELECT id::text, content FROM memory_documents WHERE id = ANY(%s::uuid[])",
+            ([doc for doc, _ in found],)).fetchall())
+        assert all(text.startswith("beta gamma delta note") for text in texts.values())
 
 
 def _hits_unpruned(service, monkeypatch, query: str, limit: int) -> list[tuple[str, float]]:

@@ -269,3 +269,40 @@ def test_a_members_bm25_past_its_floor_is_exact_through_the_search_function(worl
                 _recorded(patch, caps, cap_instead)
                 assert hits() == every
                 assert caps[:2] == [None, 20]
+
+
+def test_a_members_bm25_raising_its_floor_is_exact_through_the_search_function(world, monkeypatch):
+    """A member's floor raised by the chunks holding all the other terms (store/lexical.py), read whole or
+    cut short by the cap, returns what scoring every match returns."""
+    from cems_cli.config import load_settings
+    from cems_cli.engine.bulk import import_memories
+    from cems_cli.engine.service import MemoryService
+    from cems_cli.store import lexical
+    from cems_cli.store.search import SearchFilters
+    from tests.integration.test_lexical_pruning import RAISE_TEXTS, _recorded
+
+    query = "alpha beta gamma delta"
+    monkeypatch.setenv("CEMS_DATABASE_URL", world.urls[world.bob])
+    monkeypatch.delenv("CEMS_USER", raising=False)
+    with MemoryService(load_settings()) as svc:
+        assert svc.restricted
+        import_memories(svc, [svc.prepare(text) for text in RAISE_TEXTS])
+        svc.begin_search("search", query, "both")
+
+        def hits() -> list[tuple[str, float]]:
+            found = lexical.lexical_hits(svc.conn, query, SearchFilters(identity=svc.identity), 3)
+            return [(hit.document_id, round(hit.score, 9)) for hit in found]
+
+        with monkeypatch.context() as patch:
+            patch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 10**9)
+            every = hits()
+        assert len(every) == 3
+        monkeypatch.setattr(lexical, "PRUNE_FIRST_CHUNKS", 1)
+        monkeypatch.setattr(lexical, "RAISE_FLOOR_FROM", 1)
+        for cap_instead in (None, 1):
+            with monkeypatch.context() as patch:
+                caps: list[int | None] = []
+                seen = _recorded(patch, caps, cap_instead)
+                assert hits() == every
+                assert caps[:2] == [None, lexical.RAISE_FLOOR_CHUNKS]
+                assert len(seen) == (2 if cap_instead is None else 3)
