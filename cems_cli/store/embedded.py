@@ -179,7 +179,7 @@ def _start_locked(pgdata: Path, running: PostmasterState | None) -> None:
     # wal_recycle=off: a WAL segment no longer needed is deleted, not renamed for reuse with its old
     # contents (the text of purged memories among them) intact until overwritten; see store/scrub.scrub.
     options = (f"-h '' -k {shlex.quote(str(socket_dir))} -c unix_socket_permissions=0700 -c wal_recycle=off "
-               f"-c shared_buffers={shared_buffers_mb()}MB")
+               f"-c shared_buffers={shared_buffers_mb()}MB{_prewarm_option(bins)}")
     result = _run(
         [str(bins / "pg_ctl"), "-D", str(cluster), "-w", "-t", "60", "-l", str(log), "-o", options, "start"],
         user,
@@ -227,16 +227,47 @@ def _fatal_lines(tail: list[str]) -> list[str]:
 
 # The server's page cache: a search reads the chunks' heap and both search indexes, ~4 KB a memory (a 100k
 # store: 196 MB of chunks, 195 MB of HNSW index). PostgreSQL's default, 128 MB, held a fraction of a 100k
-# store and a hybrid search there took 63 ms (p50; 36 ms at 512 MB, bench/search_latency.py). An eighth of
-# the machine's memory, 128-512 MB: shared memory is touched, hence used, only as the store grows.
+# store and a hybrid search there took 63 ms (p50; 36 ms at 512 MB, bench/search_latency.py). At a million
+# memories (2 GB of HNSW index) 512 MB was the cost itself: the vector query at ef_search 800 went 33 -> 14.5
+# ms p50 at 3 GB, each page it visits no longer copied in from the kernel's cache (bench/RESULTS.md). An
+# eighth of the machine's memory (or of the container's limit), 128 MB to 4 GB: shared memory is touched,
+# hence used, only as the store grows.
 SHARED_BUFFERS_MIN_MB = 128
-SHARED_BUFFERS_MAX_MB = 512
+SHARED_BUFFERS_MAX_MB = 4096
+# cgroup v2, then v1: a container's memory limit, where the machine's memory is not what the server may use.
+_CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 
 
-def shared_buffers_mb() -> int:
+def _memory_bytes() -> int | None:
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
+        return None
+    for path in _CGROUP_LIMITS:
+        try:
+            limit = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if limit.isdigit():  # "max" where there is no limit
+            total = min(total, int(limit))
+        break
+    return total
+
+
+def _prewarm_option(bins: Path) -> str:
+    """pg_prewarm's autoprewarm, where the wheel ships it: the pages in the page cache are listed at shutdown
+    (and every 5 minutes) and read back in the background after a start, so a restarted server's first
+    searches of a large store do not each wait on the pages they visit (a million memories: the vector
+    search p50 25-28 ms cold against 14.5 warm). The list names pages, never their contents."""
+    library = bins.parent / "lib"
+    if any((library / f"pg_prewarm{suffix}").is_file() for suffix in (".so", ".dylib")):
+        return " -c shared_preload_libraries=pg_prewarm"
+    return ""
+
+
+def shared_buffers_mb() -> int:
+    total = _memory_bytes()
+    if total is None:
         return SHARED_BUFFERS_MIN_MB
     return max(SHARED_BUFFERS_MIN_MB, min(SHARED_BUFFERS_MAX_MB, total // 8 // (1024 * 1024)))
 
