@@ -5,6 +5,8 @@ Pure string functions: the tree walk (`cems_cli.command.tree`) gives them the pi
 
 from __future__ import annotations
 
+import re
+
 MAX_BRACE_WORDS = 256  # `{a,b}{c,d}…`: past this many words a brace word is left as written
 
 
@@ -12,38 +14,22 @@ MAX_BRACE_WORDS = 256  # `{a,b}{c,d}…`: past this many words a brace word is l
 Piece = tuple
 
 
+# A backslash and the character it escapes (outside quotes: any; inside double quotes: only these five);
+# a backslash-newline is a line continuation: both vanish.
+_ESCAPED_UNQUOTED = re.compile(r"\\(.)", re.DOTALL)
+_ESCAPED_DOUBLE = re.compile(r'\\([$`"\\\n])')
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return "" if match[1] == "\n" else match[1]
+
+
 def _unescape_unquoted(text: str) -> str:
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        char = text[i]
-        if char == "\\" and i + 1 < n:
-            if text[i + 1] != "\n":  # line continuation: both vanish
-                out.append(text[i + 1])
-            i += 2
-        else:
-            out.append(char)
-            i += 1
-    return "".join(out)
+    return _ESCAPED_UNQUOTED.sub(_escaped, text) if "\\" in text else text
 
 
 def _unescape_double(text: str) -> str:
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        char = text[i]
-        if char == "\\" and i + 1 < n and text[i + 1] in "$`\"\\\n":
-            if text[i + 1] != "\n":
-                out.append(text[i + 1])
-            i += 2
-        else:
-            out.append(char)
-            i += 1
-    return "".join(out)
+    return _ESCAPED_DOUBLE.sub(_escaped, text) if "\\" in text else text
 
 
 _C_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
