@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 # Memories, queries, hook logs and settings backups are private: every process of CEMS (the `cems` command,
@@ -51,14 +51,26 @@ def config_file_path(home: Path | None = None) -> Path:
 
 
 @contextlib.contextmanager
+def environ_set(values: Mapping[str, str | None]) -> Iterator[None]:
+    """Set these environment variables (None: unset) for the duration, then put back what was there."""
+    previous = {name: os.environ.get(name) for name in values}
+
+    def put(items: Mapping[str, str | None]) -> None:
+        for name, value in items.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    try:
+        put(values)
+        yield
+    finally:
+        put(previous)
+
+
+@contextlib.contextmanager
 def using_home(home: Path) -> Iterator[Path]:
     """Make `home` the CEMS_HOME of this process for the duration (settings, caches, the embedded server)."""
-    previous = os.environ.get("CEMS_HOME")
-    os.environ["CEMS_HOME"] = str(home)
-    try:
+    with environ_set({"CEMS_HOME": str(home)}):
         yield home
-    finally:
-        if previous is None:
-            os.environ.pop("CEMS_HOME", None)
-        else:
-            os.environ["CEMS_HOME"] = previous

@@ -187,23 +187,14 @@ def _environment(home: Path, mode: str) -> Iterator[None]:
         "CEMS_SERVE_IDLE_SECONDS": "600",
         **dict.fromkeys(name for name in os.environ if name.startswith(_RECALL_PREFIX)),
     }
-    previous = {name: os.environ.get(name) for name in values}
     from cems_cli.config import get_settings
+    from cems_cli.paths import environ_set
 
     try:
-        for name, value in values.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        get_settings.cache_clear()
-        yield
+        with environ_set(values):
+            get_settings.cache_clear()
+            yield
     finally:
-        for name, value in previous.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
         get_settings.cache_clear()
 
 

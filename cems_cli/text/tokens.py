@@ -46,17 +46,12 @@ def encoding():
     with _lock:
         cache = _cache_dir()
         _ensure_bpe_file(cache)
-        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
-        os.environ["TIKTOKEN_CACHE_DIR"] = str(cache)
-        try:
+        from cems_cli.paths import environ_set
+
+        with environ_set({"TIKTOKEN_CACHE_DIR": str(cache)}):
             import tiktoken
 
             return tiktoken.get_encoding(ENCODING)
-        finally:
-            if previous is None:
-                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
-            else:
-                os.environ["TIKTOKEN_CACHE_DIR"] = previous
 
 
 def fits_in_tokens(text: str, limit: int) -> bool:
