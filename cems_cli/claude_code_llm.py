@@ -48,8 +48,6 @@ class ClaudeCodeClient:
         self.timeout = timeout
         self.home = home
         self.deadline: float | None = None
-        self.calls = 0
-        self.cost_usd = 0.0  # as the CLI reports it (with a subscription: what it would have cost)
 
     def __repr__(self) -> str:
         return f"ClaudeCodeClient(program={self.program!r}, model={self.model!r}, timeout={self.timeout})"
@@ -108,15 +106,11 @@ class ClaudeCodeClient:
         except (OSError, subprocess.TimeoutExpired) as error:
             note_degraded(stage, f"claude -p: {error}")
             return None
-        self.calls += 1
         answer = _result(done.stdout)
         if answer is None or done.returncode != 0 or answer.get("is_error"):
             detail = (answer or {}).get("result") or done.stderr.strip()[-200:] or f"exit {done.returncode}"
             note_degraded(stage, f"claude -p failed: {detail}")
             return None
-        cost = answer.get("total_cost_usd")
-        if isinstance(cost, (int, float)):
-            self.cost_usd += float(cost)
         parsed = parse_json_object(answer.get("result"))
         if parsed is None:
             note_degraded(stage, f"answer is not a JSON object: {str(answer.get('result'))[:80]!r}")

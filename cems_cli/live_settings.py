@@ -37,7 +37,6 @@ LIVE_KEYS = (
     # Capture's and summaries' model (never a program path: a stored value must not choose what runs).
     "llm_backend", "claude_code_model", "claude_code_timeout",
 )
-SOURCES = ("environment", "user", "team", "config.toml", "default")
 # Settings that choose where prompts or memories are sent (a reranker, an LLM, an embedding service): each
 # user's own choice, never a team's. A team admin who set `rerank_backend=ollama` had every teammate's prompt
 # and memories posted to port 11434 of the teammate's machine, where any local user may listen. Refused by

@@ -67,8 +67,7 @@ _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", 
 # Reserved words the fast path leaves in front of a command: `then rm …`, `if ! rm …`, `{ rm …`.
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!",
                        "esac"})
-# `git`'s options before the subcommand that take a value (`git -C dir push` is a `git push`).
-_GIT_SHORT_VALUES = "Cc"
+# `git`'s long options before the subcommand that take a value (`git --git-dir d push` is a `git push`).
 _GIT_LONG_VALUES = frozenset({"--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env",
                               "--exec-path"})
 # git configuration whose value is a shell command git runs (lower case; `*` stands for one section name).

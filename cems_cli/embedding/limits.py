@@ -20,10 +20,8 @@ from __future__ import annotations
 
 from typing import BinaryIO
 
-from cems_cli import defaults
 from cems_cli.embedding.base import EmbeddingError
 
-DEFAULT_MAX_MEMORY_BYTES = defaults.MAX_MEMORY_BYTES
 # The setting's own bounds: below 1 KiB ordinary notes would be refused; above 1 MiB one memory is minutes
 # of CPU again (and `clean_text` refuses more than a million characters anyway).
 MIN_MAX_MEMORY_BYTES = 1024

@@ -111,7 +111,6 @@ class ImportReport:
     chunks: int = 0
     ids: list[str] = field(default_factory=list)  # the memory id of each input memory, in input order
     seconds: float = 0.0
-    embed_seconds: float = 0.0
     teams: dict[str, int] = field(default_factory=dict)  # shared memories created, by team
     # Untrusted imports: lines whose field was dropped (source, source_ref, pinned) or clamped (created_at).
     dropped: dict[str, int] = field(default_factory=dict)
@@ -393,12 +392,10 @@ def import_memories(service: MemoryService, memories: Sequence[NewMemory | Impor
                 store.drop_search_indexes_for_load(service.conn)
         for start in range(0, len(fresh), COMMIT_BATCH):
             batch = fresh[start : start + COMMIT_BATCH]
-            embed_started = time.perf_counter()
             # The model loads only if some line brings no vectors of its own.
             on_embedded = _within(progress, start, len(batch), len(fresh)) if progress else None
             model = embed or (lambda texts: service.embedder.embed(texts))
             chunks = _chunks(batch, given, model, on_embedded)
-            report.embed_seconds += time.perf_counter() - embed_started
             stored, made = _write(service, batch, chunks)
             written.update(stored)
             created_keys |= made

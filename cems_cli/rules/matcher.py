@@ -51,7 +51,6 @@ _EDIT_FAMILY = _TOOL_FAMILIES["Edit"]
 # (CEMS_RULES_ON_TIMEOUT): otherwise a long enough command would walk past any regex rule. Patterns known
 # to backtrack catastrophically are refused at `cems rule add` (`cems_cli.rules.model`).
 REGEX_BUDGET_SECONDS = 0.1
-ON_TIMEOUT = ("deny", "allow")  # CEMS_RULES_ON_TIMEOUT; "deny" is the default (cems_cli.defaults)
 TIMED_OUT = (f"not checked within the {REGEX_BUDGET_SECONDS:g} s regex budget, so it counts as matched; "
              "CEMS_RULES_ON_TIMEOUT=allow lets such calls through")
 

@@ -517,7 +517,6 @@ class _Scoring:
         self.restricted = filters.identity.restricted
         self.where, self.params = filter_clause(filters)
         chunk_where, chunk_params = _chunk_visibility(filters.identity, filters.scope)
-        self.chunk_where = chunk_where
         # The chunks that match, visible to the asker. Under row-level security through cems_fts_chunks
         # (sql/015_fts_function.sql): it runs as its owner, so the GIN index serves the match, and returns
         # what the score reads. Written as a plain condition the match would have to wait for the policy (it
