@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cems_cli.capture.command_kinds import _relative
 from cems_cli.capture.digests import _digest, _render, _session_summary
 from cems_cli.capture.error_lines import ERROR_CHARS, error_line
 from cems_cli.capture.extract import (
@@ -25,7 +26,6 @@ from cems_cli.capture.observations import (
     Chunk,
     Limits,
     _inspects,
-    _relative,
     clip,
     command_key,
 )

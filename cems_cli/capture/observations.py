@@ -137,12 +137,6 @@ def clip(text: str, limit: int, *, one_line: bool = True) -> str:
     return text.encode("utf-8", errors="replace").decode("utf-8")
 
 
-def _relative(path: str, cwd: str) -> str:
-    if cwd and path.startswith(cwd.rstrip("/") + "/"):
-        return path[len(cwd.rstrip("/")) + 1 :]
-    return path
-
-
 def command_key(command: str) -> str:
     """What identifies a command across retries: the program (and its subcommand for tools like npm or
     git), after `cd …&&` prefixes, environment assignments and launchers (`uv run`, `npx`, `sudo`).

@@ -4,7 +4,8 @@ runs (`timeout 600`, `nice -n 10`, `sudo`, `env A=1`) removed, each with its pip
 from __future__ import annotations
 
 from cems_cli.command._programs import _WRAPPERS
-from cems_cli.command.words import _is_assignment, basename, simples, skip_options
+from cems_cli.command.plain import _is_assignment
+from cems_cli.command.words import basename, simples, skip_options
 
 
 class Invocation:

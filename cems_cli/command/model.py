@@ -37,10 +37,9 @@ from cems_cli.command._programs import (
     MAX_DEPTH,
 )
 from cems_cli.command._writes import _operands, _writes
-from cems_cli.command.plain import INTERPRETERS, Simple
+from cems_cli.command.plain import INTERPRETERS, Simple, _is_assignment
 from cems_cli.command.words import (
     _UNKNOWN_PROGRAM,
-    _is_assignment,
     _rename,
     _renamed,
     basename,

@@ -29,13 +29,6 @@ def basename(word: str) -> str:
     return word.rpartition("/")[2] or word
 
 
-def _is_assignment(word: str) -> bool:
-    name, eq, _ = word.partition("=")
-    if name.endswith("+"):
-        name = name[:-1]
-    return bool(eq) and name.isascii() and name.isidentifier()
-
-
 def skip_options(argv: list[str], start: int, short_values: str, long_values: frozenset[str]) -> int:
     """Index of the first operand at or after `start`: options skipped, with the values of those that take
     one (`-u root`, `--user root`; attached values `-uroot`, `--user=root` need no skipping), and `--`."""
