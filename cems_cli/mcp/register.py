@@ -25,7 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cems_cli.plumbing.hooks_install import InstallError, _read_settings, absolute
+from cems_cli.plumbing.hooks_install import (
+    InstallError,
+    _atomic_write,
+    _load_manifest,
+    _read_settings,
+    _save_manifest,
+    absolute,
+)
 
 SERVER = "cems"
 MANIFEST = "mcp-installed.json"
@@ -143,12 +150,6 @@ def _dump(data: dict[str, Any], like: bytes | None) -> bytes:
     return (text + ("\n" if newline else "")).encode("utf-8")
 
 
-def _write(path: Path, data: bytes) -> None:
-    from cems_cli.plumbing.hooks_install import _atomic_write
-
-    _atomic_write(path, data)
-
-
 def _sha(data: bytes | None) -> str | None:
     return hashlib.sha256(data).hexdigest() if data is not None else None
 
@@ -157,18 +158,7 @@ def _sha(data: bytes | None) -> str | None:
 
 
 def _manifest(home: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((home / MANIFEST).read_text())
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _save(home: Path, manifest: dict[str, Any]) -> None:
-    home.mkdir(parents=True, exist_ok=True)
-    tmp = home / f".{MANIFEST}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2))
-    os.replace(tmp, home / MANIFEST)
+    return _load_manifest(home, MANIFEST)
 
 
 def _backup_path(home: Path, target: Target) -> Path:
@@ -256,7 +246,7 @@ def install(target: Target, home: Path, portable: bool, python: str | None = Non
         kept = {"created_file": False, "original_sha256": None, "backup": None, "existing": existing}
     servers[SERVER] = entry
     new_bytes = _dump(data, original)
-    _write(target.path, new_bytes)
+    _atomic_write(target.path, new_bytes)
     manifest = _manifest(home)
     manifest[target.key] = {
         "scope": target.scope,
@@ -266,11 +256,11 @@ def install(target: Target, home: Path, portable: bool, python: str | None = Non
         **kept,
         "written_sha256": _sha(new_bytes),
     }
-    _save(home, manifest)
+    _save_manifest(home, manifest, MANIFEST)
     if record_home != home:  # moved, not copied: one manifest speaks for a target
         old = _manifest(record_home)
         if old.pop(target.key, None) is not None:
-            _save(record_home, old)
+            _save_manifest(record_home, old, MANIFEST)
     result.update(changed=True, replaced=present is not None)
     return result
 
@@ -305,7 +295,7 @@ def uninstall(target: Target, home: Path) -> dict[str, Any]:
         elif backup is not None and backup.exists():
             original = backup.read_bytes()
             if _sha(original) == record.get("original_sha256"):
-                _write(target.path, original)
+                _atomic_write(target.path, original)
                 result.update(removed=True, restored=True, changed=True)
     if current is not None and not result["changed"]:
         servers, _ = _servers(data, target, create=False)
@@ -316,12 +306,12 @@ def uninstall(target: Target, home: Path) -> dict[str, Any]:
             if record.get("created_file") and not data:
                 target.path.unlink()  # nothing but what install put there
             else:
-                _write(target.path, _dump(data, current))
+                _atomic_write(target.path, _dump(data, current))
             result.update(removed=True, changed=True)
     if record:
         manifest = _manifest(record_home)
         manifest.pop(target.key, None)
-        _save(record_home, manifest)
+        _save_manifest(record_home, manifest, MANIFEST)
         if record.get("backup"):
             Path(record["backup"]).unlink(missing_ok=True)
     return result

@@ -112,23 +112,22 @@ def command_for(spec: HookSpec, style: Style, home: Path, python: str | None = N
 # --- settings files and the manifest ---------------------------------------------------------------------
 
 
-def _manifest_path(home: Path) -> Path:
-    return home / "hooks-installed.json"
+MANIFEST = "hooks-installed.json"  # in CEMS_HOME; `cems hooks install --mcp` keeps its own (mcp.register)
 
 
-def _load_manifest(home: Path) -> dict[str, Any]:
+def _load_manifest(home: Path, name: str = MANIFEST) -> dict[str, Any]:
     try:
-        data = json.loads(_manifest_path(home).read_text())
+        data = json.loads((home / name).read_text())
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
 
 
-def _save_manifest(home: Path, manifest: dict[str, Any]) -> None:
+def _save_manifest(home: Path, manifest: dict[str, Any], name: str = MANIFEST) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    tmp = _manifest_path(home).with_suffix(".tmp")
+    tmp = home / f".{name}.tmp"
     tmp.write_text(json.dumps(manifest, indent=2))
-    os.replace(tmp, _manifest_path(home))
+    os.replace(tmp, home / name)
 
 
 def known_commands(home: Path, path: Path) -> set[str]:
