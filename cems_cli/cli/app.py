@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _run(argv: list[str] | None) -> None:
-    from cems_cli.cli.common import describe_error, err_console, error_line
+    from cems_cli.cli.common import describe_error, err_console, error_line, say
 
     try:
         _command()(args=argv)
@@ -107,15 +107,11 @@ def _run(argv: list[str] | None) -> None:
 
             if os.environ.get("CEMS_DEBUG"):
                 raise
-            err_console.print(
-                f"error: internal error: {type(error).__name__}: {error_line(str(error))}",
-                markup=False,
-                soft_wrap=True,
-            )
+            say(f"error: internal error: {type(error).__name__}: {error_line(str(error))}", err=True)
             err_console.print("(set CEMS_DEBUG=1 for the traceback)", markup=False)
             sys.exit(1)
         message, code = described
-        err_console.print(f"error: {error_line(message)}", markup=False, soft_wrap=True)
+        say(f"error: {error_line(message)}", err=True)
         sys.exit(code)
 
 

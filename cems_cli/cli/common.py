@@ -55,6 +55,11 @@ def shown(text: str | None) -> Text:
 console = TerminalConsole()
 err_console = TerminalConsole(stderr=True)
 
+
+def say(text: str, *, err: bool = False) -> None:
+    """One line of plain text (paths, commands and stored text are not rich markup), never folded."""
+    (err_console if err else console).print(text, markup=False, soft_wrap=True)
+
 JsonOption = typer.Option(False, "--json", help="Print exactly one JSON document on stdout.")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from cems_cli.cli.common import JsonOption, check_range, console, emit_json, fail
+from cems_cli.cli.common import JsonOption, check_range, console, emit_json, fail, say
 from cems_cli.cli.hooks_doctor import diagnose, render
 
 hooks_app = typer.Typer(help="Claude Code hooks: install, uninstall, doctor.", no_args_is_help=True)
@@ -141,26 +141,18 @@ def install(
         emit_json(result)
         return
     if result["changed"]:
-        console.print(
-            f"Installed CEMS hooks ({', '.join(result['added'])}) into {path}", markup=False, soft_wrap=True
-        )
+        say(f"Installed CEMS hooks ({', '.join(result['added'])}) into {path}")
         if result["replaced"]:
-            console.print(
-                f"Replaced older CEMS commands for: {', '.join(result['replaced'])}",
-                markup=False,
-                soft_wrap=True,
-            )
+            say(f"Replaced older CEMS commands for: {', '.join(result['replaced'])}")
         if result["backup"]:
-            console.print(f"Backup of the previous file: {result['backup']}", markup=False, soft_wrap=True)
+            say(f"Backup of the previous file: {result['backup']}")
     else:
-        console.print(f"CEMS hooks already installed in {path}", markup=False, soft_wrap=True)
-    console.print(
-        f"Command: {result['commands']['PreToolUse']}  (one per event)", markup=False, soft_wrap=True
-    )
+        say(f"CEMS hooks already installed in {path}")
+    say(f"Command: {result['commands']['PreToolUse']}  (one per event)")
     if result["mcp"] is not None:
         _print_mcp(result["mcp"], installing=True)
     for warning in result["warnings"]:
-        console.print(f"warning: {warning}", markup=False, soft_wrap=True)
+        say(f"warning: {warning}")
 
 
 @hooks_app.command("uninstall")
@@ -189,13 +181,9 @@ def uninstall(
         emit_json(result)
         return
     if result["changed"]:
-        console.print(
-            f"Removed CEMS hooks from {path}" + (" (original file restored)" if result["restored"] else ""),
-            markup=False,
-            soft_wrap=True,
-        )
+        say(f"Removed CEMS hooks from {path}" + (" (original file restored)" if result["restored"] else ""))
     else:
-        console.print(f"No CEMS hooks in {path}", markup=False, soft_wrap=True)
+        say(f"No CEMS hooks in {path}")
     if result["mcp"] is not None:
         _print_mcp(result["mcp"], installing=False)
 
@@ -214,7 +202,7 @@ def _print_mcp(result: dict[str, Any], installing: bool) -> None:
         )
     else:
         text = f"No CEMS MCP server in {where}"
-    console.print(text, markup=False, soft_wrap=True)
+    say(text)
 
 
 @hooks_app.command("doctor")

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, err_console, fail
+from cems_cli.cli.common import JsonOption, console, emit_json, fail, say
 
 observe_app = typer.Typer(invoke_without_command=True)
 
@@ -85,7 +85,7 @@ def observe(
             markup=False,
         )
     for message in report.errors[:5]:  # stderr: with --json, stdout holds one JSON document (errors included)
-        err_console.print(f"error: {message}", markup=False, soft_wrap=True)
+        say(f"error: {message}", err=True)
     if report.errors:
         raise typer.Exit(1)
 
@@ -117,7 +117,7 @@ def status(as_json: bool = JsonOption) -> None:
         + (f" ({info['last_error_at']})" if info["last_error"] else ""),
     ]
     for line in lines:
-        console.print(line, markup=False, soft_wrap=True)
+        say(line)
 
 
 def _catching_up(figures: dict | None) -> list[str]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, err_console, fail
+from cems_cli.cli.common import JsonOption, emit_json, fail, say
 from cems_cli.plumbing import procs
 
 PLUGIN = "cems"
@@ -85,11 +85,8 @@ def path(as_json: bool = JsonOption) -> None:
     # The bare path alone on stdout, so that `$(cems plugin path)` works; advice goes to stderr.
     sys.stdout.write(f"{folder}\n")
     for name in _missing_programs():
-        err_console.print(
-            f"warning: {name} is not on PATH here; the plugin runs it by name from Claude Code's PATH",
-            markup=False,
-            soft_wrap=True,
-        )
+        say(f"warning: {name} is not on PATH here; the plugin runs it by name from Claude Code's PATH",
+            err=True)
 
 
 def _claude(explicit: Path | None) -> str:
@@ -193,15 +190,11 @@ def install(
     if as_json:
         emit_json(doc)
     else:
-        console.print(_message(step), markup=False, soft_wrap=True)
+        say(_message(step))
         if step["returncode"] == 0:
-            console.print(
-                f"Slash commands: {', '.join(doc['commands'])}; MCP tools: {TOOL_PREFIX}<tool>",
-                markup=False,
-                soft_wrap=True,
-            )
+            say(f"Slash commands: {', '.join(doc['commands'])}; MCP tools: {TOOL_PREFIX}<tool>")
         for warning in warnings:
-            console.print(f"warning: {warning}", markup=False, soft_wrap=True)
+            say(f"warning: {warning}")
     if step["returncode"] != 0:
         raise typer.Exit(1)
 
@@ -228,7 +221,7 @@ def uninstall(
         emit_json({"scope": scope, "uninstalled": ok, "claude": steps})
     else:
         for step in steps:
-            console.print(_message(step), markup=False, soft_wrap=True)
+            say(_message(step))
     if not ok:
         raise typer.Exit(1)
 

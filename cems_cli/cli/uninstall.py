@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from cems_cli.cli.common import JsonOption, confirm, console, emit_json, err_console, fail, stdin_is_terminal
+from cems_cli.cli.common import JsonOption, confirm, emit_json, fail, say, stdin_is_terminal
 
 
 def uninstall(
@@ -90,9 +90,6 @@ def _root_cluster(settings: Any) -> bool:
 
 
 def _render(doc: dict[str, Any]) -> None:
-    def say(text: str) -> None:
-        console.print(text, markup=False, soft_wrap=True)
-
     for result in doc["hooks"]:
         if result.get("changed"):
             restored = " (original restored)" if result.get("restored") else ""
@@ -121,7 +118,7 @@ def _render(doc: dict[str, Any]) -> None:
     if not doc["data"]["purged"] and not doc["errors"] and Path(doc["home"]).exists():
         say(f"kept the data in {doc['home']} (delete it with --purge-data)")
     for error in doc["errors"]:
-        err_console.print(f"error: {error}", markup=False, soft_wrap=True)
+        say(f"error: {error}", err=True)
     if not doc["errors"]:
         say("CEMS is out of Claude Code; remove the package with `pip uninstall cems` (or the clone)")
 
