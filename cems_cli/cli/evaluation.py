@@ -98,12 +98,7 @@ def eval_(
                         progress=lambda label: progress_bar(label, disabled=as_json), as_of=moment,
                         with_context=context)
     result = run.to_json()
-    if out:
-        _write(out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-    if details:
-        _write(details, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in run.details))
-    if as_json:
-        emit_json(result)
+    if _saved_or_emitted(result, run.details, out, details, as_json):
         return
     render_results(result, console)
     config = result["config"]
@@ -112,15 +107,16 @@ def eval_(
                   + (f"; results in {out}" if out else ""))
 
 
-def _saved_or_emitted(run: Any, out: Path | None, details: Path | None, as_json: bool) -> bool:
-    """Write a sessions run's result (--out) and per-question details (--details); with --json print the
-    result and say so (True), so the caller renders nothing."""
+def _saved_or_emitted(result: dict[str, Any], rows: list[dict[str, Any]], out: Path | None,
+                      details: Path | None, as_json: bool) -> bool:
+    """Write a run's result (--out) and per-question details (--details); with --json print the result and
+    say so (True), so the caller renders nothing."""
     if out:
-        _write(out, json.dumps(run.result, indent=2, ensure_ascii=False) + "\n")
+        _write(out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     if details:
-        _write(details, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in run.details))
+        _write(details, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
     if as_json:
-        emit_json(run.result)
+        emit_json(result)
     return as_json
 
 
@@ -162,7 +158,7 @@ def _sessions(folder: Path, *, trigger: str | None, mode: str | None, limit_ques
 
     run = run_sessions(dataset, settings, trigger=trigger, mode=mode, limit_questions=limit_questions,
                        source=str(folder), progress=lambda label: progress_bar(label, disabled=as_json))
-    if _saved_or_emitted(run, out, details, as_json):
+    if _saved_or_emitted(run.result, run.details, out, details, as_json):
         return
     render_sessions(run.result, console)
     config = run.result["config"]
@@ -198,7 +194,7 @@ def _agent_sessions(questions: Path, data: Path, *, sets: list[str] | None, sweb
                                  announce=None if as_json else console.print)
     except DatasetError as error:
         fail(str(error))
-    if _saved_or_emitted(run, out, details, as_json):
+    if _saved_or_emitted(run.result, run.details, out, details, as_json):
         return
     render_agent_sessions(run.result, console)
     if out:
