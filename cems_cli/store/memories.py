@@ -183,12 +183,7 @@ def insert_memory(
                 raise RuntimeError("duplicate memory vanished during insert")
             return existing, False
         doc_id = row[0]
-        with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO memory_chunks (document_id, chunk_index, content, embedding, context) "
-                "VALUES (%s, %s, %s, %s, %s)",
-                [(doc_id, i, text, vectors[i], memory.context) for i, text in enumerate(chunks)],
-            )
+        _insert_chunks(conn, doc_id, chunks, vectors, memory.context)
     from cems_cli.store.lexical import forget_stats  # lexical reads this module: imported when used
 
     forget_stats(conn)  # this connection's next search counts the new memory's words
@@ -213,20 +208,22 @@ def _insert_memory_as_member(
             if existing is None:
                 raise RuntimeError("duplicate memory vanished during insert")
             return existing, False
-        _insert_chunks_as_member(conn, str(doc_id), chunks, vectors, memory.context)
+        _insert_chunks(conn, str(doc_id), chunks, vectors, memory.context, member=True)
     from cems_cli.store.lexical import forget_stats  # lexical reads this module: imported when used
 
     forget_stats(conn)
     return str(doc_id), True
 
 
-def _insert_chunks_as_member(conn: psycopg.Connection, memory_id: str, chunks: Sequence[str],
-                             vectors: np.ndarray, context: str | None) -> None:
+def _insert_chunks(conn: psycopg.Connection, memory_id: Any, chunks: Sequence[str], vectors: np.ndarray,
+                   context: str | None, *, member: bool = False) -> None:
+    """A memory's chunks; a `member` (restricted identity) through the function (sql/019_member_api.sql)."""
+    statement = ("SELECT cems_insert_chunk(%s, %s, %s, %s, %s)" if member else
+                 "INSERT INTO memory_chunks (document_id, chunk_index, content, embedding, context) "
+                 "VALUES (%s, %s, %s, %s, %s)")
+    rows = [(memory_id, i, text, vectors[i], context) for i, text in enumerate(chunks)]
     with conn.cursor() as cur:
-        cur.executemany(
-            "SELECT cems_insert_chunk(%s, %s, %s, %s, %s)",
-            [(memory_id, i, text, vectors[i], context) for i, text in enumerate(chunks)],
-        )
+        cur.executemany(statement, rows)
 
 
 def replace_content(
@@ -264,12 +261,7 @@ def replace_content(
         if row is None:
             return False
         conn.execute("SELECT cems_delete_chunks(%s)", (memory_id,))  # see forget_memories: no table DELETE
-        with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO memory_chunks (document_id, chunk_index, content, embedding, context) "
-                "VALUES (%s, %s, %s, %s, %s)",
-                [(memory_id, i, text, vectors[i], memory.context) for i, text in enumerate(chunks)],
-            )
+        _insert_chunks(conn, memory_id, chunks, vectors, memory.context)
     return True
 
 
@@ -298,7 +290,7 @@ def _replace_content_as_member(
         if not changed:
             return False
         conn.execute("SELECT cems_delete_chunks(%s)", (memory_id,))
-        _insert_chunks_as_member(conn, memory_id, chunks, vectors, memory.context)
+        _insert_chunks(conn, memory_id, chunks, vectors, memory.context, member=True)
     return True
 
 
