@@ -17,13 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from cems_cli.evaluation.sessions_data import (
-    QuestionScore,
-    SessionQuestion,
-    SessionSet,
-    fact_present,
-    score_block,
-)
+from cems_cli.evaluation.sessions_data import QuestionScore, SessionQuestion, SessionSet, score_block
 from cems_cli.text.terms import words as tokens  # the words the search's own query terms are made of
 
 TOP_K = 3
@@ -132,24 +126,3 @@ def rank(dataset: SessionSet, questions: list[SessionQuestion], count_tokens: Ca
         scored.append((question, block, score_block(question, block, count_tokens)))
     return scored
 
-
-def unsupported_facts(dataset: SessionSet, *, project_of: Callable[[str], str] | None = None
-                      ) -> list[tuple[str, tuple[str, ...]]]:
-    """(qid, fact) for each fact no single raw unit of the question's project holds whole: a question the
-    sessions cannot answer as written (a check on the questions file, reported with the run)."""
-    if project_of is None:
-        from cems_cli.project import project_for_dir
-
-        project_of = project_for_dir
-    texts: dict[str, list[str]] = {}
-    for transcript in dataset.transcripts:
-        bucket = texts.setdefault(project_of(transcript.cwd) if transcript.cwd else "", [])
-        for turn in transcript.turns:
-            bucket.extend(units(turn.lines))
-    missing = []
-    for question in dataset.questions:
-        held = texts.get(project_of(question.project_cwd), [])
-        for fact in question.facts:
-            if not any(fact_present(fact, text) for text in held):
-                missing.append((question.qid, fact))
-    return missing
