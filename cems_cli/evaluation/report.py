@@ -95,15 +95,19 @@ def _get(row: dict[str, Any] | None, key: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def render_compare(rows: list[Difference], console: Console, names: tuple[str, str]) -> None:
+def render_compare(rows: list[Difference], console: Console, names: tuple[str, str],
+                   fmt: Callable[[float | None, str], str] | None = None,
+                   plain: tuple[str, ...] = ("n",)) -> None:
+    """The rows as a table, each value shown by `fmt`; B − A without colour for the `plain` metrics."""
+    fmt = fmt or _fmt
     table = Table(title=f"{names[0]} → {names[1]}")
     for column, justify in (("section", "left"), ("metric", "left"), ("A", "right"), ("B", "right"),
                             ("B − A", "right")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for index, row in enumerate(rows):
         last_of_section = index + 1 == len(rows) or rows[index + 1].section != row.section
-        table.add_row(row.section, row.metric, _fmt(row.a, row.metric), _fmt(row.b, row.metric), _delta(row),
-                      end_section=last_of_section)
+        table.add_row(row.section, row.metric, fmt(row.a, row.metric), fmt(row.b, row.metric),
+                      signed_delta(row, fmt, plain=row.metric in plain), end_section=last_of_section)
     console.print(table)
 
 
@@ -111,10 +115,6 @@ def _fmt(value: float | None, metric: str) -> str:
     if value is None:
         return "—"
     return f"{value:.0f}" if metric == "n" else f"{value:.1f}" if metric in _LATENCY else f"{value:.3f}"
-
-
-def _delta(row: Difference) -> str:
-    return signed_delta(row, _fmt, plain=row.metric == "n")
 
 
 def signed_delta(row: Difference, fmt: Callable[[float, str], str], *, plain: bool = False) -> str:

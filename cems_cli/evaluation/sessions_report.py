@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cems_cli.evaluation.report import Difference, signed_delta
+from cems_cli.evaluation.report import Difference, render_compare
 
 
 def _ratio(value: float | None) -> str:
@@ -108,14 +108,7 @@ def _number(row: dict[str, Any] | None, key: str) -> float | None:
 
 
 def render_session_compare(rows: list[Difference], console: Console, names: tuple[str, str]) -> None:
-    table = Table(title=f"{names[0]} → {names[1]}")
-    for column in ("section", "metric", "A", "B", "B − A"):
-        table.add_column(column, justify="left" if column in ("section", "metric") else "right")
-    for index, row in enumerate(rows):
-        last = index + 1 == len(rows) or rows[index + 1].section != row.section
-        table.add_row(row.section, row.metric, _shown(row.a, row.metric), _shown(row.b, row.metric),
-                      _change(row), end_section=last)
-    console.print(table)
+    render_compare(rows, console, names, _shown, plain=())
 
 
 def _shown(value: float | None, metric: str) -> str:
@@ -124,10 +117,6 @@ def _shown(value: float | None, metric: str) -> str:
     if metric in ("duplicates",):
         return f"{value:.0f}"
     return f"{value:.1f}" if metric in ("p50", "p95", "tokens_per_question") else f"{value:.3f}"
-
-
-def _change(row: Difference) -> str:
-    return signed_delta(row, _shown)
 
 
 # --------------------------------------------------------------------------- sets written by others
