@@ -22,6 +22,7 @@ from cems_cli.capture.extract import (
     tool_outcome,
 )
 from cems_cli.capture.observations import (
+    EDIT_TOOLS,
     NO_OBSERVE_MARKER,
     Chunk,
     Limits,
@@ -33,12 +34,6 @@ from cems_cli.capture.transcript import AssistantText, Line, Prompt, ToolCall, T
 from cems_cli.project import project_for_dir
 
 STATE_VERSION = 2
-_CHANGE_TOOLS = {
-    "Edit": "file_path",
-    "MultiEdit": "file_path",
-    "Write": "file_path",
-    "NotebookEdit": "notebook_path",
-}
 _MAX_LIST = {
     "prompts": 3,
     "changed": 15,
@@ -268,8 +263,8 @@ class ChunkBuilder:
 
     def _tool_label(self, chunk: _Open, event: ToolCall) -> str:
         data = event.input
-        if event.name in _CHANGE_TOOLS:
-            path = clip(_relative(str(data.get(_CHANGE_TOOLS[event.name]) or ""), chunk.cwd), 200)
+        if event.name in EDIT_TOOLS:
+            path = clip(_relative(str(data.get(EDIT_TOOLS[event.name]) or ""), chunk.cwd), 200)
             chunk.changes += 1
             chunk.add("changed", path)
             return path
@@ -319,7 +314,7 @@ class ChunkBuilder:
         if name == "Bash" and label:
             chunk.add("succeeded", label)
             self._maybe_learning(chunk, label)
-        if name in _CHANGE_TOOLS or name == "Read":
+        if name in EDIT_TOOLS or name == "Read":
             return  # file contents and edit confirmations: the path in the tool line says enough
         if event.text.strip():
             chunk.note(f"Result: {clip(event.text, 400, one_line=False)}")

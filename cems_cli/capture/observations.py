@@ -28,6 +28,9 @@ NO_OBSERVE_MARKER = defaults.NO_OBSERVE_MARKER
 # The session's `context` memory is always the deterministic record (capture/sessions.py); the model adds
 # the categories that need understanding.
 LLM_CATEGORIES = ("learnings", "decisions", "patterns", "preferences")
+# The tools that change a file, and the argument that names it.
+EDIT_TOOLS = {"Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
+              "NotebookEdit": "notebook_path"}
 
 _SLACK = 512  # extra characters redacted past a clip point, so a secret cut in half is still recognised
 

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from cems_cli.capture.bash_outcome import bash_failed, bash_output
 from cems_cli.capture.command_kinds import _MAX_CANONICAL, _relative, command_identity, parse_command
 from cems_cli.capture.error_lines import error_line
+from cems_cli.capture.observations import EDIT_TOOLS
 
 # --------------------------------------------------------------------------- events
 
@@ -89,12 +90,6 @@ class Statement:
 
 # --------------------------------------------------------------------------- statements
 
-_EDIT_TOOLS = {
-    "Edit": "file_path",
-    "MultiEdit": "file_path",
-    "Write": "file_path",
-    "NotebookEdit": "notebook_path",
-}
 HOT_FILE_MIN_EDITS = 4
 HOT_FILE_MIN_SESSIONS = 2
 _MAX_FIX_FILES = 4
@@ -130,7 +125,7 @@ def roll_text(label: str, kind: str, items: list[str]) -> str:
 
 
 def _edited_path(event: ToolEvent) -> str:
-    name = _EDIT_TOOLS.get(event.tool_name)
+    name = EDIT_TOOLS.get(event.tool_name)
     if not name:
         return ""
     path = event.tool_input.get(name) or (event.tool_response or {}).get("filePath")
