@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from cems_cli.errors import UserError
+
 
 class MemoryCategory(StrEnum):
     PREFERENCES = "preferences"
@@ -52,9 +54,9 @@ def project_of(source_ref: str | None) -> str:
 
 
 def parse_choice(enum_cls: type[StrEnum], value: str, what: str) -> StrEnum:
-    """Turn user text into an enum member, or raise ValueError naming the allowed values."""
+    """Turn user text into an enum member, or raise UserError (a ValueError) naming the allowed values."""
     try:
         return enum_cls(value.strip().lower())
     except ValueError:
         allowed = ", ".join(m.value for m in enum_cls)
-        raise ValueError(f"unknown {what} {value!r} (expected one of: {allowed})") from None
+        raise UserError(f"unknown {what} {value!r} (expected one of: {allowed})") from None

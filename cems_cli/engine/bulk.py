@@ -202,10 +202,7 @@ def parse_line(data: dict[str, Any], service: MemoryService, *, default_team: st
     category = data.get("category") or "general"
     if category.strip().lower() == "rules":
         raise UserError("rules are not imported as memories: use `cems rule import`")
-    try:
-        scope = parse_choice(MemoryScope, data.get("scope") or "personal", "scope").value
-    except ValueError as error:
-        raise UserError(str(error)) from None
+    scope = parse_choice(MemoryScope, data.get("scope") or "personal", "scope").value
     team = _team(data.get("team"), scope)
     preparer = service
     if team is None and scope == "shared":
@@ -221,10 +218,7 @@ def parse_line(data: dict[str, Any], service: MemoryService, *, default_team: st
     created_at = parse_timestamp(data.get("created_at"), "created_at")
     if not trusted:
         if pin_category:  # still checked: a line with a bad value is refused either way
-            try:
-                parse_choice(PinCategory, pin_category, "pin category")
-            except ValueError as error:
-                raise UserError(str(error)) from None
+            parse_choice(PinCategory, pin_category, "pin category")
         source, source_ref, pinned, created_at = _untrusted(source, source_ref, pinned, created_at, dropped)
         pin_reason = pin_category = None
     memory = preparer.prepare(

@@ -259,10 +259,7 @@ class MemoryService(Writing):
         from cems_cli.text.redact import sanitize_field
 
         reason = sanitize_field(reason)  # stored beside the content, so kept to the same privacy rules
-        try:
-            category = parse_choice(PinCategory, pin_category, "pin category").value if pin_category else None
-        except ValueError as error:
-            raise UserError(str(error)) from None
+        category = parse_choice(PinCategory, pin_category, "pin category").value if pin_category else None
         memory_id = self.resolve(id_or_prefix)
         admin_teams = self.session.admin_teams if self.restricted and self.session else ()
         if self.restricted:

@@ -206,14 +206,8 @@ class ServiceResources:
     def _category(category: str | None) -> str | None:
         if category is None:
             return None
-        try:
-            return parse_choice(MemoryCategory, category, "category").value
-        except ValueError as error:
-            raise UserError(str(error)) from None
+        return parse_choice(MemoryCategory, category, "category").value
 
     @staticmethod
     def _search_scope(scope: str) -> str:
-        try:
-            return parse_choice(SearchScope, scope, "scope").value
-        except ValueError as error:
-            raise UserError(str(error)) from None
+        return parse_choice(SearchScope, scope, "scope").value

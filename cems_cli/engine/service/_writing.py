@@ -74,14 +74,11 @@ class Writing(ServiceResources):
             situated = clean_context(sanitize_for_storage(context)) if context else None
         except (InvalidText, TextTooLarge) as error:
             raise UserError(str(error)) from None
-        try:
-            category_value = parse_choice(MemoryCategory, category, "category").value
-            scope_value = parse_choice(MemoryScope, scope, "scope").value
-            pin_category_value = (
-                parse_choice(PinCategory, pin_category, "pin category").value if pin_category else None
-            )
-        except ValueError as error:
-            raise UserError(str(error)) from None
+        category_value = parse_choice(MemoryCategory, category, "category").value
+        scope_value = parse_choice(MemoryScope, scope, "scope").value
+        pin_category_value = (
+            parse_choice(PinCategory, pin_category, "pin category").value if pin_category else None
+        )
         if scope_value == "shared" and not self.settings.team:
             raise UserError("shared memories need a team: set CEMS_TEAM or pass --team")
         return NewMemory(
