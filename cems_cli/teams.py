@@ -91,8 +91,8 @@ def _connect(settings: Settings) -> psycopg.Connection:
 def init_database(settings: Settings) -> dict[str, Any]:
     """Bring a database to CEMS's schema (the vector extension, every migration, the roles cems_app and
     cems_admin with their grants, the policies) and say what a team server needs that is still missing."""
-    conn = _connect(settings)  # applies pending migrations (sql/), creating the roles in 009
-    try:
+    # Connecting applies pending migrations (sql/), creating the roles in 009.
+    with contextlib.closing(_connect(settings)) as conn:
         with database_refusals():
             row = conn.execute(
                 "SELECT current_user, r.rolsuper, r.rolbypassrls, current_database(), "
@@ -127,8 +127,6 @@ def init_database(settings: Settings) -> dict[str, Any]:
                              "lets members probe rows they cannot read: a superuser runs `cems admin init` "
                              "once to undo it")
             limited = apply_limits(conn)
-    finally:
-        conn.close()
     return {
         "database": database,
         "role": role,
@@ -206,8 +204,7 @@ def grant(settings: Settings, role: str, *, user: str | None = None, create: boo
     check_role_name(role)
     if user is not None and not user.strip():
         raise UserError("--user must not be empty")
-    conn = _connect(settings)
-    try:
+    with contextlib.closing(_connect(settings)) as conn:
         with database_refusals(), conn.transaction():
             row = conn.execute(
                 "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s", (role,)
@@ -241,8 +238,6 @@ def grant(settings: Settings, role: str, *, user: str | None = None, create: boo
                     (role, user.strip()),
                 )
             mapped = conn.execute("SELECT cems_user_of(%s)", (role,)).fetchone()
-    finally:
-        conn.close()
     return {"role": role, "user": mapped[0] if mapped else role, "created": created, "can_login": can_login,
             "password_set": password is not None, "admin": admin, "app_role": APP_ROLE}
 
@@ -252,23 +247,17 @@ def set_quota(settings: Settings, user: str, *, max_memories: int | None,
     """Set (both None: remove) the quota of a user or role, '*' for everyone's default; returns all quotas."""
     from cems_cli.store import teams as store
 
-    conn = _connect(settings)
-    try:
+    with contextlib.closing(_connect(settings)) as conn:
         with database_refusals():
             store.set_quota(conn, user, max_memories, searches_per_minute)
             return store.quotas(conn)
-    finally:
-        conn.close()
 
 
 def list_quotas(settings: Settings) -> list[dict[str, Any]]:
     from cems_cli.store import teams as store
 
-    conn = _connect(settings)
-    try:
+    with contextlib.closing(_connect(settings)) as conn:
         return store.quotas(conn)
-    finally:
-        conn.close()
 
 
 def end_stuck_sessions(settings: Settings, idle_seconds: float,
@@ -277,13 +266,10 @@ def end_stuck_sessions(settings: Settings, idle_seconds: float,
     (store/teams.end_stuck_member_sessions says why the database's own timeouts are not enough)."""
     from cems_cli.store import teams as store
 
-    conn = _connect(settings)
-    try:
+    with contextlib.closing(_connect(settings)) as conn:
         conn.autocommit = True  # nothing of this session's own is held open between passes
         if not store.may_end_member_sessions(conn):
             raise UserError("this role may not end other roles' sessions: run the "
                             "watchdog as a superuser or a role with pg_read_all_stats and pg_signal_backend")
         with database_refusals():
             return store.end_stuck_member_sessions(conn, idle_seconds, statement_seconds)
-    finally:
-        conn.close()

@@ -16,11 +16,8 @@ def opened() -> Iterator[Memory]:
     call of a front end; closed (its connection released) when that ends."""
     from cems_cli.config import get_settings
 
-    memory = Memory(get_settings())
-    try:
+    with Memory(get_settings()) as memory:
         yield memory
-    finally:
-        memory.close()
 
 
 def describe_error(error: BaseException) -> tuple[str, int] | None:

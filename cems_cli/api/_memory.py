@@ -3,6 +3,7 @@ list, forget, pin, share, browse, status, maintain, summaries, audit."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
@@ -417,11 +418,8 @@ class Memory(Transfer):
         from cems_cli.store.changes import changes
         from cems_cli.store.db import connect
 
-        conn = connect(self.settings)
-        try:
+        with contextlib.closing(connect(self.settings)) as conn:
             yield from changes(conn, stop)
-        finally:
-            conn.close()
 
     def change_batches(self, stop: threading.Event) -> Iterator[list[Change]]:
         """`changes`, for a reader that reads what changed: one batch of distinct ids per poll (at most 100;
@@ -429,11 +427,8 @@ class Memory(Transfer):
         from cems_cli.store.changes import batches
         from cems_cli.store.db import connect
 
-        conn = connect(self.settings)
-        try:
+        with contextlib.closing(connect(self.settings)) as conn:
             yield from batches(conn, stop)
-        finally:
-            conn.close()
 
     def records(self, ids: Sequence[str]) -> dict[str, MemoryRecord]:
         """The memories among these full ids you may see (archived ones too), by id, in one read; ids of

@@ -3,6 +3,7 @@ quotas), and re-embedding every memory after a model change. Not one user's memo
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -32,8 +33,7 @@ def reindex(settings: Settings, *, progress: Callable[[int, int], None] | None =
     from cems_cli.store.db import connect
     from cems_cli.store.reindex import reindex as run_reindex
 
-    conn = connect(settings, check_dimension=False)
-    try:
+    with contextlib.closing(connect(settings, check_dimension=False)) as conn:
         if settings.database_url:
             from cems_cli.store.teams import session
 
@@ -43,8 +43,6 @@ def reindex(settings: Settings, *, progress: Callable[[int, int], None] | None =
         embedder = get_embedder(settings)
         model = settings.resolved_embedding_model
         return Reindexed(run_reindex(conn, embedder, model, progress=progress), model, embedder.dim)
-    finally:
-        conn.close()
 
 
 class Teams:

@@ -20,11 +20,8 @@ def audit(
 
     check_range("--limit", limit, 1, 100_000)
     # --team filters; CEMS_TEAM plays no part (it need not even be one of yours to read your own entries).
-    memory = Memory(get_settings().model_copy(update={"team": None}))
-    try:
+    with Memory(get_settings().model_copy(update={"team": None})) as memory:
         found = memory.audit(team=team, since=since, limit=limit)
-    finally:
-        memory.close()
     if as_json:
         emit_json({"entries": [entry.to_json() for entry in found]})
         return

@@ -28,11 +28,8 @@ def _memory() -> Iterator[Memory]:
     from cems_cli.api import Memory
     from cems_cli.config import get_settings
 
-    memory = Memory(get_settings().model_copy(update={"team": None}))
-    try:
+    with Memory(get_settings().model_copy(update={"team": None})) as memory:
         yield memory
-    finally:
-        memory.close()
 
 
 @team_app.command("create")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from cems_cli.rules.model import Rule
@@ -47,8 +48,7 @@ def refresh_snapshot() -> int:
     from cems_cli.store.memories import Identity
 
     settings = get_settings()
-    conn = connect(settings, check_dimension=False)
-    try:
+    with contextlib.closing(connect(settings, check_dimension=False)) as conn:
         identity = Identity(settings.user, settings.team)
         if settings.database_url:
             from cems_cli.store.teams import session
@@ -57,5 +57,3 @@ def refresh_snapshot() -> int:
             if found.restricted:  # a team server: the database says who this is (CEMS_USER is not asked)
                 identity = Identity(found.user, settings.team if settings.team in found.teams else None)
         return len(write_rules_snapshot(conn, identity, settings.home))
-    finally:
-        conn.close()
