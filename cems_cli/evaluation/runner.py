@@ -183,8 +183,7 @@ def ingest_corpus(corpus_id: str, units: list[Unit], base: Settings, home: Path,
     project = f"project:eval/{corpus_id}"
     settings = base.model_copy(update={"home": home, "user": f"eval:{corpus_id}", "team": None,
                                        "database_url": None, "project": project})
-    service = Memory(settings)
-    try:
+    with Memory(settings) as service:
         records = [unit_to_record(unit, project, units[i - 1] if i and with_context else None,
                                   settings.max_memory_bytes)
                    for i, unit in enumerate(units)]
@@ -195,8 +194,6 @@ def ingest_corpus(corpus_id: str, units: list[Unit], base: Settings, home: Path,
         for unit, memory_id in zip(units, report.ids, strict=True):
             docs_of.setdefault(memory_id, []).append(unit.doc_id)
         yield Corpus(service, docs_of)
-    finally:
-        service.close()
 
 
 @contextlib.contextmanager

@@ -131,8 +131,7 @@ def run_sessions(dataset: SessionSet, base: Settings, *, trigger: str = "both", 
                                            "database_url": None, "project": None})
         from cems_cli.engine.service import MemoryService
 
-        service = MemoryService(settings)
-        try:
+        with MemoryService(settings) as service:
             started = time.perf_counter()
             with progress("capturing sessions") as update:
                 capture = _capture(dataset, settings, service, home, trigger, update, offset)
@@ -145,8 +144,6 @@ def run_sessions(dataset: SessionSet, base: Settings, *, trigger: str = "both", 
             store = _store_stats(service, dataset)
             if probe is not None:
                 probe(service, questions)
-        finally:
-            service.close()
         try:
             started = time.perf_counter()
             with progress("asking questions") as update:
@@ -231,8 +228,8 @@ def _capture(dataset: SessionSet, settings: Settings, service: MemoryService, ho
         capture.add_observer(observer.sync())
         update(total, total)
     else:
-        replay = _Replay(settings, home, observer, hooks=True, capture=capture, offset=offset)
-        try:
+        with contextlib.closing(_Replay(settings, home, observer, hooks=True, capture=capture,
+                                        offset=offset)) as replay:
             done = 0
             for number, transcript in enumerate(dataset.transcripts):
                 path = root / transcript.relative
@@ -242,8 +239,6 @@ def _capture(dataset: SessionSet, settings: Settings, service: MemoryService, ho
                     replay.turn(path, transcript, turn, (number + index) % 3)
                     done += 1
                     update(done, total)
-        finally:
-            replay.close()
     if observer is not None:
         _finish(observer, service, clock, capture)
     return capture
