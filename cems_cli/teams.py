@@ -156,11 +156,8 @@ def _limit_role(conn: psycopg.Connection, role: str) -> None:
                           sql.Identifier(role), sql.Literal(defaults.DB_MEMBER_CONNECTION_LIMIT)),
                       sql.SQL("ALTER ROLE {} SET temp_file_limit = {}").format(
                           sql.Identifier(role), sql.Literal(defaults.DB_MEMBER_TEMP_FILE_LIMIT))):
-        try:
-            with conn.transaction():
-                conn.execute(statement)
-        except psycopg.errors.InsufficientPrivilege:
-            pass
+        with contextlib.suppress(psycopg.errors.InsufficientPrivilege), conn.transaction():
+            conn.execute(statement)
 
 
 def apply_limits(conn: psycopg.Connection) -> int:
