@@ -92,41 +92,40 @@ def init_database(settings: Settings) -> dict[str, Any]:
     """Bring a database to CEMS's schema (the vector extension, every migration, the roles cems_app and
     cems_admin with their grants, the policies) and say what a team server needs that is still missing."""
     # Connecting applies pending migrations (sql/), creating the roles in 009.
-    with contextlib.closing(_connect(settings)) as conn:
-        with database_refusals():
-            row = conn.execute(
-                "SELECT current_user, r.rolsuper, r.rolbypassrls, current_database(), "
-                "  (SELECT extversion FROM pg_extension WHERE extname = 'vector'), "
-                "  (SELECT max(version) FROM schema_migrations), "
-                "  (SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = %s), "
-                "  pg_has_role(current_user, %s, 'MEMBER') "
-                "FROM pg_roles r WHERE r.rolname = current_user",
-                (APP_ROLE, ADMIN_ROLE),
-            ).fetchone()
-            assert row is not None
-            role, superuser, bypass, database, vector, version, app_privileged, admin_member = row
-            notes: list[str] = []
-            if app_privileged:
-                notes.append(f"{APP_ROLE} is a superuser or has BYPASSRLS: policies would not apply to it")
-            if not (superuser or bypass or admin_member):
-                # The schema's owner may administer teams; creating cems_admin gave it the right to join it.
-                try:
-                    with conn.transaction():
-                        conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(ADMIN_ROLE),
-                                                                       sql.Identifier(role)))
-                except psycopg.errors.InsufficientPrivilege:
-                    notes.append(f"{role} could not join {ADMIN_ROLE}: a superuser grants it")
-            # An earlier CEMS marked the full-text match LEAKPROOF (it let EXPLAIN show whether a hidden row
-            # matched); migration 013 undoes it when a superuser applies it, this when one runs init later.
+    with contextlib.closing(_connect(settings)) as conn, database_refusals():
+        row = conn.execute(
+            "SELECT current_user, r.rolsuper, r.rolbypassrls, current_database(), "
+            "  (SELECT extversion FROM pg_extension WHERE extname = 'vector'), "
+            "  (SELECT max(version) FROM schema_migrations), "
+            "  (SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = %s), "
+            "  pg_has_role(current_user, %s, 'MEMBER') "
+            "FROM pg_roles r WHERE r.rolname = current_user",
+            (APP_ROLE, ADMIN_ROLE),
+        ).fetchone()
+        assert row is not None
+        role, superuser, bypass, database, vector, version, app_privileged, admin_member = row
+        notes: list[str] = []
+        if app_privileged:
+            notes.append(f"{APP_ROLE} is a superuser or has BYPASSRLS: policies would not apply to it")
+        if not (superuser or bypass or admin_member):
+            # The schema's owner may administer teams; creating cems_admin gave it the right to join it.
+            try:
+                with conn.transaction():
+                    conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(ADMIN_ROLE),
+                                                                   sql.Identifier(role)))
+            except psycopg.errors.InsufficientPrivilege:
+                notes.append(f"{role} could not join {ADMIN_ROLE}: a superuser grants it")
+        # An earlier CEMS marked the full-text match LEAKPROOF (it let EXPLAIN show whether a hidden row
+        # matched); migration 013 undoes it when a superuser applies it, this when one runs init later.
+        leakproof = _leakproof_fts(conn)
+        if leakproof and superuser:
+            conn.execute("ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) NOT LEAKPROOF")
             leakproof = _leakproof_fts(conn)
-            if leakproof and superuser:
-                conn.execute("ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) NOT LEAKPROOF")
-                leakproof = _leakproof_fts(conn)
-            if leakproof:
-                notes.append("pg_catalog.ts_match_vq is marked LEAKPROOF (an earlier CEMS did it), which "
-                             "lets members probe rows they cannot read: a superuser runs `cems admin init` "
-                             "once to undo it")
-            limited = apply_limits(conn)
+        if leakproof:
+            notes.append("pg_catalog.ts_match_vq is marked LEAKPROOF (an earlier CEMS did it), which "
+                         "lets members probe rows they cannot read: a superuser runs `cems admin init` "
+                         "once to undo it")
+        limited = apply_limits(conn)
     return {
         "database": database,
         "role": role,
@@ -201,40 +200,39 @@ def grant(settings: Settings, role: str, *, user: str | None = None, create: boo
     check_role_name(role)
     if user is not None and not user.strip():
         raise UserError("--user must not be empty")
-    with contextlib.closing(_connect(settings)) as conn:
-        with database_refusals(), conn.transaction():
-            row = conn.execute(
-                "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s", (role,)
-            ).fetchone()
-            created = False
-            if row is None:
-                if not create:
-                    raise UserError(f"no database role {role!r}: --create creates it (LOGIN, no superuser)")
-                conn.execute(sql.SQL(
-                    "CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE INHERIT"
-                ).format(sql.Identifier(role)))
-                created, can_login = True, True
-            elif row[0] or row[1]:
-                raise UserError(f"{role!r} is a superuser or has BYPASSRLS: row-level security would not "
-                                "apply to it; grant an ordinary login role")
-            else:
-                can_login = bool(row[2])
-            if password is not None:
-                if not password:
-                    raise UserError("the password is empty")
-                verifier = conn.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256")
-                conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(
-                    sql.Identifier(role), sql.Literal(verifier.decode())))
-            for group in (APP_ROLE, ADMIN_ROLE) if admin else (APP_ROLE,):
-                conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), sql.Identifier(role)))
-            _limit_role(conn, role)
-            if user is not None:
-                conn.execute(
-                    "INSERT INTO cems_role_map (role_name, user_id) VALUES (%s, %s) "
-                    "ON CONFLICT (role_name) DO UPDATE SET user_id = excluded.user_id",
-                    (role, user.strip()),
-                )
-            mapped = conn.execute("SELECT cems_user_of(%s)", (role,)).fetchone()
+    with contextlib.closing(_connect(settings)) as conn, database_refusals(), conn.transaction():
+        row = conn.execute(
+            "SELECT rolsuper, rolbypassrls, rolcanlogin FROM pg_roles WHERE rolname = %s", (role,)
+        ).fetchone()
+        created = False
+        if row is None:
+            if not create:
+                raise UserError(f"no database role {role!r}: --create creates it (LOGIN, no superuser)")
+            conn.execute(sql.SQL(
+                "CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE INHERIT"
+            ).format(sql.Identifier(role)))
+            created, can_login = True, True
+        elif row[0] or row[1]:
+            raise UserError(f"{role!r} is a superuser or has BYPASSRLS: row-level security would not "
+                            "apply to it; grant an ordinary login role")
+        else:
+            can_login = bool(row[2])
+        if password is not None:
+            if not password:
+                raise UserError("the password is empty")
+            verifier = conn.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256")
+            conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(
+                sql.Identifier(role), sql.Literal(verifier.decode())))
+        for group in (APP_ROLE, ADMIN_ROLE) if admin else (APP_ROLE,):
+            conn.execute(sql.SQL("GRANT {} TO {}").format(sql.Identifier(group), sql.Identifier(role)))
+        _limit_role(conn, role)
+        if user is not None:
+            conn.execute(
+                "INSERT INTO cems_role_map (role_name, user_id) VALUES (%s, %s) "
+                "ON CONFLICT (role_name) DO UPDATE SET user_id = excluded.user_id",
+                (role, user.strip()),
+            )
+        mapped = conn.execute("SELECT cems_user_of(%s)", (role,)).fetchone()
     return {"role": role, "user": mapped[0] if mapped else role, "created": created, "can_login": can_login,
             "password_set": password is not None, "admin": admin, "app_role": APP_ROLE}
 
@@ -244,10 +242,9 @@ def set_quota(settings: Settings, user: str, *, max_memories: int | None,
     """Set (both None: remove) the quota of a user or role, '*' for everyone's default; returns all quotas."""
     from cems_cli.store import teams as store
 
-    with contextlib.closing(_connect(settings)) as conn:
-        with database_refusals():
-            store.set_quota(conn, user, max_memories, searches_per_minute)
-            return store.quotas(conn)
+    with contextlib.closing(_connect(settings)) as conn, database_refusals():
+        store.set_quota(conn, user, max_memories, searches_per_minute)
+        return store.quotas(conn)
 
 
 def list_quotas(settings: Settings) -> list[dict[str, Any]]:

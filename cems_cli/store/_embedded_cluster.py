@@ -58,10 +58,7 @@ def _ensure_cluster(pgdata: Path, user: str | None, uid: int, gid: int, bins: Pa
         aside = pgdata.with_name(f"pg.incomplete-{time.strftime('%Y%m%d-%H%M%S')}")
         pgdata.rename(aside)
         _log.warning("moved an incomplete data folder aside to %s", aside)
-    if user is not None:
-        cluster = _new_root_cluster(pgdata, uid, gid)
-    else:
-        cluster = pgdata
+    cluster = _new_root_cluster(pgdata, uid, gid) if user is not None else pgdata
     parent = cluster.parent
     for leftover in {*parent.glob("pg.init-*"), *pgdata.parent.glob("pg.init-*")}:
         shutil.rmtree(leftover, ignore_errors=True)  # interrupted initdb runs; we hold the lock

@@ -257,13 +257,12 @@ def build_pending_indexes(conn: psycopg.Connection, progress: IndexProgress | No
         name = _index_name(definition)
         # IF NOT EXISTS: another import may have built it since (both read the same pending list).
         statement = definition.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1)
-        with _watching(conn, name, progress, watch):
-            with conn.transaction():
-                for setting in _BUILD_SETTINGS:
-                    conn.execute(setting)
-                if memory_mb is not None and memory_mb > _BUILD_MEMORY_MB:
-                    conn.execute(f"SET LOCAL maintenance_work_mem = '{int(memory_mb)}MB'")
-                conn.execute(statement)  # read back from pg_indexes when the load dropped it
+        with _watching(conn, name, progress, watch), conn.transaction():
+            for setting in _BUILD_SETTINGS:
+                conn.execute(setting)
+            if memory_mb is not None and memory_mb > _BUILD_MEMORY_MB:
+                conn.execute(f"SET LOCAL maintenance_work_mem = '{int(memory_mb)}MB'")
+            conn.execute(statement)  # read back from pg_indexes when the load dropped it
         built.append(name)
     conn.execute("DELETE FROM cems_meta WHERE key = %s", (PENDING_INDEXES_KEY,))
     return built
