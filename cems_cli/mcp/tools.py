@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cems_cli.models import AGENT_SOURCE, MemoryCategory, MemoryScope, PinCategory, SearchScope
 from cems_cli.progressive import GET_IDS_MAX, TIMELINE_WINDOW_MAX, Within
+
+if TYPE_CHECKING:
+    from cems_cli.api import Memory
 
 # What `remember` stores as the memory's source: what the agent chose to write, cited as "stored by the
 # agent" and weighed between the person's own words and captured memories (retrieval/adjust.py), and
@@ -31,6 +35,12 @@ LIST_LIMIT_DEFAULT = 10
 TIMELINE_DEFAULT = 5
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _opened() -> AbstractContextManager[Memory]:
+    from cems_cli.api import opened  # at call time: tools/list must not import the library
+
+    return opened()
 
 
 @dataclass(frozen=True)
@@ -139,12 +149,11 @@ def _project(value: str | None) -> str | None:
 def search(args: dict[str, Any]) -> dict[str, Any]:
     """The compact index by default (progressive recall: `get` fetches the texts chosen); full: true gives
     every result's text and metadata, as before the index existed."""
-    from cems_cli.api import opened
     from cems_cli.embedding.limits import check_text_size
 
     query = args["query"]
     check_text_size(query, _max_bytes(), "search query", "shorten it")
-    with opened() as memory:
+    with _opened() as memory:
         options = memory.search_options(
             limit=args.get("limit"),
             category=args.get("category"),
@@ -164,9 +173,7 @@ def search_payload(query: str, results: Sequence[Any], *, full: bool = False) ->
 
 
 def timeline(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.api import opened
-
-    with opened() as memory:
+    with _opened() as memory:
         found = memory.timeline(
             args.get("id"), session=args.get("session"), before=args.get("before", TIMELINE_DEFAULT),
             after=args.get("after", TIMELINE_DEFAULT), within=args.get("within"),
@@ -175,9 +182,7 @@ def timeline(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def get(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.api import opened
-
-    with opened() as memory:
+    with _opened() as memory:
         return get_payload(memory.get_many(args["ids"]))
 
 
@@ -191,12 +196,11 @@ def get_payload(fetched: Sequence[Any]) -> dict[str, Any]:
 
 
 def remember(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.api import opened
     from cems_cli.embedding.limits import check_text_size
 
     text = args["text"]
     check_text_size(text, _max_bytes())
-    with opened() as memory:
+    with _opened() as memory:
         memory_id, created = memory.remember(  # in the current project, as `cems remember` here
             text,
             category=args.get("category", MemoryCategory.GENERAL.value),
@@ -209,25 +213,19 @@ def remember(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def forget(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.api import opened
-
-    with opened() as memory:
+    with _opened() as memory:
         (memory_id,) = memory.forget(args["id"])
     return {"id": memory_id, "forgotten": True, "archived": True}
 
 
 def pin(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.api import opened
-
-    with opened() as memory:
+    with _opened() as memory:
         memory_id = memory.pin(args["id"], reason=args.get("reason"), category=args.get("pin_category"))
     return {"id": memory_id, "pinned": True}
 
 
 def list_recent(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.api import opened
-
-    with opened() as memory:
+    with _opened() as memory:
         records = memory.list_memories(
             scope=args.get("scope", SearchScope.BOTH.value),
             category=args.get("category"),
@@ -239,9 +237,7 @@ def list_recent(args: dict[str, Any]) -> dict[str, Any]:
 
 def rule_add(args: dict[str, Any]) -> dict[str, Any]:
     """What `cems rule add` does, with the same one-line form when no tool is given."""
-    from cems_cli.api import opened
-
-    with opened() as memory:
+    with _opened() as memory:
         stored, created = memory.rules.add_one(
             args["pattern"], tool=args.get("tool"), action=args.get("action"), reason=args.get("reason"),
             field=args.get("field"), regex=args.get("regex", False), project=args.get("project"),
@@ -251,19 +247,15 @@ def rule_add(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def rule_list(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.api import opened
-
     project = _project(args.get("project"))
-    with opened() as memory:
+    with _opened() as memory:
         rules = memory.rules.list_rules(project.lower() if project else None)
     return {"count": len(rules), "rules": [r.to_dict() for r in rules]}
 
 
 def rule_test(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.api import opened
-
     project = _project(args.get("project"))
-    with opened() as memory:
+    with _opened() as memory:
         current = project.lower() if project else memory.current_project().lower()
         rules = memory.rules.list_rules()
         # On this worker thread too, the library keeps the hook's regex budget (rules.bounded).
@@ -280,9 +272,9 @@ def rule_test(args: dict[str, Any]) -> dict[str, Any]:
 
 def status(args: dict[str, Any]) -> dict[str, Any]:
     """What `cems status --json` prints."""
-    from cems_cli.api import database_status, opened
+    from cems_cli.api import database_status
 
-    with opened() as memory:
+    with _opened() as memory:
         found = memory.status().to_json()
     return {**found, "database": database_status()}
 
