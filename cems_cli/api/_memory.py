@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -15,13 +15,13 @@ from cems_cli.api._rules import Rules
 from cems_cli.api._server import Teams
 from cems_cli.api._status import Status, _model_bytes
 from cems_cli.api._transfer import Transfer
-from cems_cli.config import Settings
-from cems_cli.engine.summaries import SummaryReport
+from cems_cli.config import Settings, load_settings
+from cems_cli.engine.summaries import SummaryReport, build_summaries
 from cems_cli.errors import UserError
 from cems_cli.results import SearchResult
 from cems_cli.retrieval.options import RecallOptions, SearchOptions
 from cems_cli.store.records import MemoryRecord
-from cems_cli.store.summaries import StoredSummary
+from cems_cli.store.summaries import StoredSummary, list_summaries
 
 if TYPE_CHECKING:
     import psycopg
@@ -55,7 +55,6 @@ def open(  # noqa: A001 - `cems.open()`, like `io.open` / `sqlite3.connect`: the
 ) -> Memory:
     """A `Memory` on the settings CEMS would use here (environment, config.toml, defaults), with any of
     these given explicitly taking precedence. Nothing is connected or loaded until it is needed."""
-    from cems_cli.config import load_settings
     from cems_cli.paths import make_home
 
     base = settings or load_settings()
@@ -492,15 +491,11 @@ class Memory(Transfer):
     def summaries(self, project: str | None = None) -> list[StoredSummary]:
         """Your summaries of groups of memories (level 1) and of projects (level 2), what an overview
         question is answered from first. `project`: `project:name`, or "" for memories of no project."""
-        from cems_cli.store.summaries import list_summaries
-
         return list_summaries(self._service.conn, self._service.settings.user, project)
 
     def summarize(self, *, dry_run: bool = False) -> SummaryReport:
         """Bring your summaries up to date now (maintenance does it daily): a group whose memories did not
         change keeps its text; with an LLM configured a new summary is the model's."""
-        from cems_cli.engine.summaries import build_summaries
-
         return build_summaries(self._service.conn, self._service.live_settings(), dry_run=dry_run)
 
     # Teams and audit (a shared server) ------------------------------------------------------------------
@@ -509,8 +504,6 @@ class Memory(Transfer):
         """The audit trail you may read, newest first: who wrote, changed, shared, forgot or searched shared
         memories and rules (your own actions, your teams', everything for an administrator). `since` is a
         time or a duration back from now (`30m`, `12h`, `1d`, `2w`)."""
-        from datetime import UTC
-
         from cems_cli.store.audit import entries
         from cems_cli.teams import parse_since
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cems_cli.config import Settings
+from cems_cli.config import Settings, get_settings
 
 
 def database_status() -> dict[str, Any]:
     """Where the store is and, for the embedded server, whether it runs and how big it is
     (`cems db status --json`, the `database` of `cems status --json` and of the MCP `status` tool)."""
-    from cems_cli.config import get_settings
     from cems_cli.paths import pgdata_path
     from cems_cli.store.embedded import data_dir, data_dir_size, read_postmaster
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, ValidationError
 
 from cems_cli import defaults, paths
-from cems_cli.config import CemsSettingsBase
+from cems_cli.config import CemsSettingsBase, SettingsError
 
 
 class ObserverSettings(CemsSettingsBase):
@@ -77,8 +77,6 @@ class ObserverSettings(CemsSettingsBase):
 
 def load_observer_settings(**overrides: object) -> ObserverSettings:
     """Observer settings; SettingsError with a one-line message naming the variable if one is bad."""
-    from cems_cli.config import SettingsError
-
     try:
         return ObserverSettings(**overrides)  # type: ignore[arg-type]
     except ValidationError as error:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, fail
+from cems_cli.cli.common import JsonOption, check_range, console, emit_json, fail, service
 
 db_app = typer.Typer(help="The embedded PostgreSQL server.", no_args_is_help=True)
 admin_app = typer.Typer(
@@ -75,8 +75,6 @@ def db_stop(as_json: bool = JsonOption) -> None:
 
 def status(as_json: bool = JsonOption) -> None:
     """Counts by category and scope, where the data lives, the model, and the server state."""
-    from cems_cli.cli.common import service
-
     with service() as svc:
         settings = svc.settings
         found = svc.status().to_json()
@@ -202,7 +200,6 @@ def admin_quota(
 ) -> None:
     """Per-user limits on a shared server, checked before any embedding (administrators set them)."""
     from cems_cli.api import list_quotas, set_quota
-    from cems_cli.cli.common import check_range
     from cems_cli.config import get_settings
 
     check_range("--memories", memories, 0, 2**31 - 1)
@@ -242,7 +239,6 @@ def admin_watchdog(
     import time
 
     from cems_cli.api import end_stuck_sessions
-    from cems_cli.cli.common import check_range
     from cems_cli.config import get_settings
 
     check_range("--idle-in-transaction", idle, 1, 86_400)

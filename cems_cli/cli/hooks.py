@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from cems_cli.cli.common import JsonOption, check_range, console, emit_json, fail, say
+from cems_cli.cli.common import JsonOption, check_range, console, emit_json, err_console, fail, say
 from cems_cli.cli.hooks_doctor import diagnose, render
 
 hooks_app = typer.Typer(help="Claude Code hooks: install, uninstall, doctor.", no_args_is_help=True)
@@ -296,8 +296,6 @@ def serve(
 
 def _print_stopped(report: Any) -> None:
     """What `serve --stop` did, one line (errors on stderr: a server still running)."""
-    from cems_cli.cli.common import err_console
-
     if report.stopped:
         pids = ", ".join(str(pid) for pid in report.stopped)
         text = f"stopped the search server (pid {pids})"

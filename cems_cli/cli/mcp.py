@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, err_console, stdin_is_terminal
+from cems_cli.cli.common import JsonOption, cems_version, console, emit_json, err_console, stdin_is_terminal
 
 
 def mcp(
@@ -34,7 +34,6 @@ def mcp(
 
 
 def _print_tools(as_json: bool) -> None:
-    from cems_cli.cli.common import cems_version
     from cems_cli.mcp.server import SERVER_NAME
     from cems_cli.mcp.tools import TOOLS
 

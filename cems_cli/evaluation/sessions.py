@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cems_cli.config import Settings
+from cems_cli.config import Settings, get_settings
 from cems_cli.evaluation import metrics
 from cems_cli.evaluation.runner import ProgressFactory, Update, git_state, throwaway_home
 from cems_cli.evaluation.sessions_data import (
@@ -184,7 +184,6 @@ def _environment(home: Path, mode: str) -> Iterator[None]:
         "CEMS_SERVE_IDLE_SECONDS": "600",
         **dict.fromkeys(name for name in os.environ if name.startswith(_RECALL_PREFIX)),
     }
-    from cems_cli.config import get_settings
     from cems_cli.paths import environ_set
 
     try:

@@ -31,6 +31,7 @@ from cems_cli.plumbing.hooks_install import (
     _load_manifest,
     _read_settings,
     _save_manifest,
+    _write_backup,
     absolute,
 )
 
@@ -267,8 +268,6 @@ def install(target: Target, home: Path, portable: bool, python: str | None = Non
 
 def _keep_copy(backup: Path, original: bytes) -> None:
     """The original bytes, owner-only (the file may hold API keys: ~/.claude.json does)."""
-    from cems_cli.plumbing.hooks_install import _write_backup
-
     backup.parent.mkdir(parents=True, exist_ok=True)
     _write_backup(backup, original, 0o600)
 

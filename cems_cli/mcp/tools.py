@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from cems_cli.models import AGENT_SOURCE, MemoryCategory, MemoryScope, PinCategory, SearchScope
-from cems_cli.progressive import GET_IDS_MAX, TIMELINE_WINDOW_MAX, Within
+from cems_cli.progressive import GET_IDS_MAX, TIMELINE_WINDOW_MAX, Within, entry_of_result, full_entry
 
 if TYPE_CHECKING:
     from cems_cli.api import Memory
@@ -166,8 +166,6 @@ def search(args: dict[str, Any]) -> dict[str, Any]:
 
 def search_payload(query: str, results: Sequence[Any], *, full: bool = False) -> dict[str, Any]:
     """What `search` answers for these results: the compact index, or (`full`) every text and its metadata."""
-    from cems_cli.progressive import entry_of_result
-
     rows = [_result_json(r) for r in results] if full else [entry_of_result(r).to_json() for r in results]
     return {"query": query, "count": len(results), "results": rows}
 
@@ -188,8 +186,6 @@ def get(args: dict[str, Any]) -> dict[str, Any]:
 
 def get_payload(fetched: Sequence[Any]) -> dict[str, Any]:
     """What `get` answers: each id's memory in full, or its own error."""
-    from cems_cli.progressive import full_entry
-
     memories = [full_entry(f.record) if f.record is not None else {"id": f.asked, "error": f.error}
                 for f in fetched]
     return {"count": sum(f.record is not None for f in fetched), "memories": memories}
