@@ -14,7 +14,7 @@ import psycopg
 
 from cems_cli.defaults import EDITS_KEPT
 from cems_cli.store.member_access import documents_from
-from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
+from cems_cli.store.memories import Identity, add_conditions, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
 STATES = ("live", "archived", "all")
@@ -43,24 +43,14 @@ def browse(conn: psycopg.Connection, identity: Identity, filters: Filters, *, li
         where.append(live_clause())
     elif filters.state == "archived":
         where.append(f"NOT {live_clause()}")
-    if filters.category:
-        where.append("d.category = %(category)s")
-        params["category"] = filters.category
-    if filters.project:
-        where.append(project_clause())
-        params["project"] = filters.project
-    if filters.source:
-        where.append("d.source = %(source)s")
-        params["source"] = filters.source
-    if filters.pinned is not None:
-        where.append("d.pinned = %(pinned)s")
-        params["pinned"] = filters.pinned
-    if filters.since is not None:
-        where.append("d.created_at >= %(since)s")
-        params["since"] = filters.since
-    if filters.until is not None:
-        where.append("d.created_at < %(until)s")
-        params["until"] = filters.until
+    add_conditions(where, params, [
+        ("category", "d.category = %(category)s", filters.category or None),
+        ("project", project_clause(), filters.project or None),
+        ("source", "d.source = %(source)s", filters.source or None),
+        ("pinned", "d.pinned = %(pinned)s", filters.pinned),
+        ("since", "d.created_at >= %(since)s", filters.since),
+        ("until", "d.created_at < %(until)s", filters.until),
+    ])
     params.update(limit=limit, offset=offset)
     rows = conn.execute(
         f"SELECT {document_columns()} FROM {documents_from(identity)} d WHERE {' AND '.join(where)} "

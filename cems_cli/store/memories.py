@@ -49,6 +49,15 @@ def project_clause(alias: str = "d") -> str:
     )
 
 
+def add_conditions(where: list[str], params: dict[str, Any],
+                   conditions: Sequence[tuple[str, str, Any]]) -> None:
+    """Each (name, condition, value) whose value is not None: its condition, and the value as %(name)s."""
+    for name, condition, value in conditions:
+        if value is not None:
+            where.append(condition)
+            params[name] = value
+
+
 def find_live_duplicate(
     conn: psycopg.Connection, identity: Identity, scope: str, team: str | None, content_hash: str
 ) -> str | None:
@@ -354,12 +363,8 @@ def list_memories(
     where = [vis]
     if not include_archived:
         where.append(live_clause())
-    if category:
-        where.append("d.category = %(category)s")
-        params["category"] = category
-    if project:
-        where.append(project_clause())
-        params["project"] = project
+    add_conditions(where, params, [("category", "d.category = %(category)s", category or None),
+                                   ("project", project_clause(), project or None)])
     params["limit"] = limit
     rows = conn.execute(
         f"SELECT {document_columns()} FROM {documents_from(identity)} d WHERE {' AND '.join(where)} "
@@ -479,12 +484,8 @@ def owned_live_ids(
     if not rules:
         where.append("d.category <> 'rules'")
     params: dict[str, Any] = {"user": identity.user}
-    if tag is not None:
-        where.append("%(tag)s = ANY(d.tags)")
-        params["tag"] = tag
-    if source is not None:
-        where.append("d.source = %(source)s")
-        params["source"] = source
+    add_conditions(where, params, [("tag", "%(tag)s = ANY(d.tags)", tag),
+                                   ("source", "d.source = %(source)s", source)])
     rows = conn.execute(
         f"SELECT d.id FROM {documents_from(identity)} d WHERE {' AND '.join(where)} "
         "ORDER BY d.created_at, d.seq",

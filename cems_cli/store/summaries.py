@@ -13,7 +13,7 @@ from cems_cli import defaults
 from cems_cli.retrieval.raptor import Member, Summary
 from cems_cli.store.lifecycle import PROJECT_SQL
 from cems_cli.store.member_access import is_restricted
-from cems_cli.store.memories import live_clause
+from cems_cli.store.memories import add_conditions, live_clause
 
 if TYPE_CHECKING:
     import numpy as np
@@ -206,18 +206,10 @@ def search_summaries(
     only those."""
     where = ["user_id = %(user)s"]
     params: dict[str, Any] = {"user": user, "q": query_vector, "text": query, "limit": limit}
-    if level is not None:
-        where.append("level = %(level)s")
-        params["level"] = level
-    if project is not None:
-        where.append("project = %(project)s")
-        params["project"] = project
-    if since is not None:
-        where.append("period_end >= %(since)s")
-        params["since"] = since
-    if until is not None:
-        where.append("period_start < %(until)s")
-        params["until"] = until
+    add_conditions(where, params, [("level", "level = %(level)s", level),
+                                   ("project", "project = %(project)s", project),
+                                   ("since", "period_end >= %(since)s", since),
+                                   ("until", "period_start < %(until)s", until)])
     # A handful of rows per project: an exact scan, no vector index needed.
     rows = conn.execute(
         f"SELECT {_COLUMNS}, 1 - (embedding <=> %(q)s) AS cosine, "

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 
 from cems_cli.store.member_access import documents_from
-from cems_cli.store.memories import Identity, live_clause, project_clause, visibility_clause
+from cems_cli.store.memories import Identity, add_conditions, live_clause, project_clause, visibility_clause
 from cems_cli.store.records import MemoryRecord, document_columns
 
 
@@ -44,15 +44,11 @@ def place_of(conn: psycopg.Connection, memory_id: str, identity: Identity | None
 def _where(identity: Identity, within: Walk) -> tuple[list[str], dict[str, Any]]:
     vis, params = visibility_clause(identity)
     where = [vis, live_clause()]
-    if within.session_tag is not None:
-        where.append("d.tags @> ARRAY[%(session_tag)s]::text[]")
-        params["session_tag"] = within.session_tag
-    if within.project is not None:
-        where.append(project_clause())
-        params["project"] = within.project
-    if within.leave_out_tag is not None:
-        where.append("NOT d.tags @> ARRAY[%(leave_out_tag)s]::text[]")
-        params["leave_out_tag"] = within.leave_out_tag
+    add_conditions(where, params, [
+        ("session_tag", "d.tags @> ARRAY[%(session_tag)s]::text[]", within.session_tag),
+        ("project", project_clause(), within.project),
+        ("leave_out_tag", "NOT d.tags @> ARRAY[%(leave_out_tag)s]::text[]", within.leave_out_tag),
+    ])
     return where, params
 
 
