@@ -241,11 +241,8 @@ def diagnose(files: list[tuple[str, Path]], home: Path, cwd: Path, run: bool) ->
                 timeout = min(hook.timeout or DEFAULT_RUN_TIMEOUT, DEFAULT_RUN_TIMEOUT)
                 ran[key] = _run(runnable, samples[hook.event], timeout, cwd)
             outcome = ran[key]
-            report.update(
-                ran=True, ms=outcome["ms"], exit_code=outcome["exit_code"], output=outcome["output"]
-            )
-            report["error"] = outcome["error"]
-            report["ok"] = report["ok"] and outcome["ok"]
+            report.update(ran=True, ms=outcome["ms"], exit_code=outcome["exit_code"],
+                          output=outcome["output"], error=outcome["error"], ok=report["ok"] and outcome["ok"])
         # The same finding for several events of one file (a wrong pin, a moved venv) is said once.
         for message in [*hook_problems, *([report["error"]] if report["error"] else [])]:
             grouped_problems.setdefault((str(hook.settings), message), []).append(hook.event)

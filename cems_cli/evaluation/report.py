@@ -76,18 +76,15 @@ class Difference:
 
 def compare_rows(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
     """Every metric of overall, each category (in either file) and latency, as (A, B, B − A)."""
-    rows: list[Difference] = []
     sections = [("overall", a.get("overall"), b.get("overall"))]
     categories = list(dict.fromkeys([*a.get("by_category", {}), *b.get("by_category", {})]))
     sections += [(c, a.get("by_category", {}).get(c), b.get("by_category", {}).get(c)) for c in categories]
     names = metric_names(a, b)
-    for name, row_a, row_b in sections:
-        for metric in ("n", *names):
-            rows.append(Difference(name, metric, _get(row_a, metric), _get(row_b, metric)))
-    for metric in _LATENCY:
-        rows.append(Difference("latency_ms", metric, _get(a.get("latency_ms"), metric),
-                               _get(b.get("latency_ms"), metric), higher_is_better=False))
-    return rows
+    rows = [Difference(name, metric, _get(row_a, metric), _get(row_b, metric))
+            for name, row_a, row_b in sections for metric in ("n", *names)]
+    latency_a, latency_b = a.get("latency_ms"), b.get("latency_ms")
+    return rows + [Difference("latency_ms", metric, _get(latency_a, metric), _get(latency_b, metric),
+                              higher_is_better=False) for metric in _LATENCY]
 
 
 def _get(row: dict[str, Any] | None, key: str) -> float | None:
