@@ -132,17 +132,12 @@ def _duplicates(cwd: Path) -> list[str]:
     """CEMS's own hook or MCP installs that Claude Code reads besides the plugin: with both, every hook
     would run twice (Claude Code runs a plugin's hook beside an identical settings command) and every
     tool would be offered twice."""
+    from cems_cli.cli.hooks import _standard_files
     from cems_cli.mcp import register
-    from cems_cli.plumbing.hooks_install import settings_path
     from cems_cli.plumbing.hooks_scan import scan_settings
 
     found: list[str] = []
-    seen: set[Path] = set()
-    for scope in SCOPES:
-        settings = settings_path(scope, None, cwd)
-        if settings.resolve() in seen:  # started in the home folder, the project file is the user file
-            continue
-        seen.add(settings.resolve())
+    for scope, settings in _standard_files(cwd):
         if scan_settings(settings, scope).hooks:
             found.append(f"CEMS hooks in {settings} (`cems hooks uninstall --scope {scope}`)")
     for scope in SCOPES:
