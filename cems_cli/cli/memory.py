@@ -29,20 +29,14 @@ SEARCH_LIMIT_MAX = 1000
 LIST_LIMIT_MAX = 10_000
 
 
-def _max_bytes() -> int:
-    from cems_cli.config import get_settings
-
-    return get_settings().max_memory_bytes
-
-
 def _read_text(text: str) -> str | bytes:
     """The memory text (from stdin for -), refused when over CEMS_MAX_MEMORY_BYTES before anything else
     happens: embedding cost grows with the text (cems_cli/embedding/limits.py)."""
-    from cems_cli.embedding.limits import check_text_size, read_limited
+    from cems_cli.embedding.limits import check_text_size, configured_max_bytes, read_limited
 
     if text == "-":
-        return read_limited(sys.stdin.buffer, _max_bytes())
-    check_text_size(text, _max_bytes())
+        return read_limited(sys.stdin.buffer, configured_max_bytes())
+    check_text_size(text, configured_max_bytes())
     return text
 
 
@@ -107,11 +101,11 @@ def search(
 ) -> None:
     """Search memories; prints ranked results, only those likely enough to answer (nothing when nothing
     matches)."""
-    from cems_cli.embedding.limits import check_text_size
+    from cems_cli.embedding.limits import check_text_size, configured_max_bytes
     from cems_cli.project import normalize_project
 
     check_range("--limit", limit, 1, SEARCH_LIMIT_MAX)
-    check_text_size(query, _max_bytes(), "search query", "shorten it")
+    check_text_size(query, configured_max_bytes(), "search query", "shorten it")
     explain = explain or explain_full
     with service() as svc:
         options = svc.search_options(

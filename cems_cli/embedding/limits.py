@@ -39,6 +39,13 @@ def utf8_size(text: str | bytes) -> int:
     return len(text.encode("utf-8", errors="surrogateescape"))
 
 
+def configured_max_bytes() -> int:
+    """CEMS_MAX_MEMORY_BYTES as this process's settings say: what the front ends check their input against."""
+    from cems_cli.config import get_settings  # config reads this module's bounds
+
+    return get_settings().max_memory_bytes
+
+
 def check_text_size(
     text: str | bytes, limit: int, what: str = "memory text", advice: str = "split it into smaller memories"
 ) -> None:

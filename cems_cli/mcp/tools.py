@@ -131,12 +131,6 @@ def _result_json(result: Any) -> dict[str, Any]:
     return data
 
 
-def _max_bytes() -> int:
-    from cems_cli.config import get_settings
-
-    return get_settings().max_memory_bytes
-
-
 def _project(value: str | None) -> str | None:
     from cems_cli.project import normalize_project
 
@@ -149,10 +143,10 @@ def _project(value: str | None) -> str | None:
 def search(args: dict[str, Any]) -> dict[str, Any]:
     """The compact index by default (progressive recall: `get` fetches the texts chosen); full: true gives
     every result's text and metadata, as before the index existed."""
-    from cems_cli.embedding.limits import check_text_size
+    from cems_cli.embedding.limits import check_text_size, configured_max_bytes
 
     query = args["query"]
-    check_text_size(query, _max_bytes(), "search query", "shorten it")
+    check_text_size(query, configured_max_bytes(), "search query", "shorten it")
     with _opened() as memory:
         options = memory.search_options(
             limit=args.get("limit"),
@@ -192,10 +186,10 @@ def get_payload(fetched: Sequence[Any]) -> dict[str, Any]:
 
 
 def remember(args: dict[str, Any]) -> dict[str, Any]:
-    from cems_cli.embedding.limits import check_text_size
+    from cems_cli.embedding.limits import check_text_size, configured_max_bytes
 
     text = args["text"]
-    check_text_size(text, _max_bytes())
+    check_text_size(text, configured_max_bytes())
     with _opened() as memory:
         memory_id, created = memory.remember(  # in the current project, as `cems remember` here
             text,
