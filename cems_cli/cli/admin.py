@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from cems_cli.cli.common import JsonOption, check_range, console, emit_json, fail, service
+from cems_cli.cli.common import JsonOption, check_range, console, emit, emit_json, fail, service
 
 db_app = typer.Typer(help="The embedded PostgreSQL server.", no_args_is_help=True)
 admin_app = typer.Typer(
@@ -45,10 +45,7 @@ def db_start(as_json: bool = JsonOption) -> None:
     if settings.database_url:
         fail("CEMS_DATABASE_URL is set: there is no embedded server to start")
     state = ensure_server(pgdata_path(settings.home))
-    if as_json:
-        emit_json({"running": True, "pid": state.pid})
-    else:
-        console.print(f"running  pid {state.pid}")
+    emit(as_json, {"running": True, "pid": state.pid}, f"running  pid {state.pid}")
 
 
 @db_app.command("stop")
@@ -133,10 +130,8 @@ def reindex(as_json: bool = JsonOption) -> None:
     ) as bar:
         task = bar.add_task("reindex", total=None)
         report = reindex(settings, progress=lambda done, total: bar.update(task, completed=done, total=total))
-    if as_json:
-        emit_json(report.to_json())
-    else:
-        console.print(f"Re-embedded {report.chunks} chunks with {report.model} ({report.dim} dims)")
+    emit(as_json, report.to_json(),
+         f"Re-embedded {report.chunks} chunks with {report.model} ({report.dim} dims)")
 
 
 @admin_app.command("init")

@@ -95,6 +95,14 @@ def emit_json(payload: Any) -> None:
     sys.stdout.flush()
 
 
+def emit(as_json: bool, payload: Any, text: str, **options: Any) -> None:
+    """A command's answer: with --json `payload` (emit_json), else `text` printed with these options."""
+    if as_json:
+        emit_json(payload)
+    else:
+        console.print(text, **options)
+
+
 SHORT_ID_CHARS = 8
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from cems_cli.cli.common import JsonOption, check_range, console, emit_json, err_console, fail, say
+from cems_cli.cli.common import JsonOption, check_range, console, emit, emit_json, err_console, fail, say
 from cems_cli.cli.hooks_doctor import diagnose, render
 
 hooks_app = typer.Typer(help="Claude Code hooks: install, uninstall, doctor.", no_args_is_help=True)
@@ -262,10 +262,8 @@ def serve(
         return
     if status:
         pid = server.server_pid(home)
-        if as_json:
-            emit_json({"running": pid is not None, "pid": pid})
-        else:
-            console.print(f"running  pid {pid}" if pid else "not running")
+        emit(as_json, {"running": pid is not None, "pid": pid},
+             f"running  pid {pid}" if pid else "not running")
         return
     from cems_cli.plumbing.private_dir import NotPrivate
 

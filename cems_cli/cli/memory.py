@@ -13,6 +13,7 @@ from cems_cli.cli.common import (
     check_range,
     confirm,
     console,
+    emit,
     emit_json,
     fail,
     plain_value,
@@ -73,10 +74,8 @@ def remember(
             title=title,
             context=context,
         )
-    if as_json:
-        emit_json({"id": memory_id, "created": created})
-    else:
-        console.print(memory_id if created else f"{memory_id} (already remembered)")
+    emit(as_json, {"id": memory_id, "created": created},
+         memory_id if created else f"{memory_id} (already remembered)")
 
 
 def search(
@@ -338,10 +337,8 @@ def pin(
     """Pin a memory: never decays, ranks a little higher, included in session profiles."""
     with service() as svc:
         pinned = svc.unpin(memory_id) if unpin else svc.pin(memory_id, reason=reason, category=pin_category)
-    if as_json:
-        emit_json({"id": pinned, "pinned": not unpin, "reason": reason, "pin_category": pin_category})
-    else:
-        console.print(f"{'Unpinned' if unpin else 'Pinned'} {pinned}")
+    emit(as_json, {"id": pinned, "pinned": not unpin, "reason": reason, "pin_category": pin_category},
+         f"{'Unpinned' if unpin else 'Pinned'} {pinned}")
 
 
 def share(
@@ -355,11 +352,8 @@ def share(
         text = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
         memory_id, created = svc.share(text, team=team)
         team_name = team or svc.settings.team
-    if as_json:
-        emit_json({"id": memory_id, "created": created, "team": team_name, "scope": "shared"})
-    else:
-        console.print(f"{memory_id} shared with team {team_name}" + ("" if created else " (already shared)"),
-                      markup=False)
+    emit(as_json, {"id": memory_id, "created": created, "team": team_name, "scope": "shared"},
+         f"{memory_id} shared with team {team_name}" + ("" if created else " (already shared)"), markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, fail, say
+from cems_cli.cli.common import JsonOption, console, emit, emit_json, fail, say
 
 observe_app = typer.Typer(invoke_without_command=True)
 
@@ -60,10 +60,8 @@ def observe(
         except (observer_daemon.AlreadyRunning, observer_daemon.DaemonError) as error:
             fail(str(error), 1)
         log_path = settings.home / observer_daemon.LOG_FILE
-        if as_json:
-            emit_json({"started": True, "pid": pid, "log": str(log_path)})
-        else:
-            console.print(f"observer started (pid {pid}); log: {log_path}", markup=False)
+        emit(as_json, {"started": True, "pid": pid, "log": str(log_path)},
+             f"observer started (pid {pid}); log: {log_path}", markup=False)
         return
     _log_to_stderr(logging.WARNING if once else logging.INFO)
     try:

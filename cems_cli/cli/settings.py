@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, service
+from cems_cli.cli.common import JsonOption, console, emit, emit_json, service
 
 config_app = typer.Typer(
     help="Live settings: stored per user (or team), applied by the next search, no restart. "
@@ -44,10 +44,7 @@ def get(key: str = typer.Argument(..., help="A setting, e.g. recall_limit or fus
     """The value in effect of one setting, and where it comes from."""
     with service() as memory:
         value = memory.config.get(key)
-    if as_json:
-        emit_json(value.to_json())
-    else:
-        console.print(f"{value.key} = {_shown(value.value)}  ({value.source})", markup=False)
+    emit(as_json, value.to_json(), f"{value.key} = {_shown(value.value)}  ({value.source})", markup=False)
 
 
 @config_app.command("set")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json
+from cems_cli.cli.common import JsonOption, console, emit, emit_json
 
 if TYPE_CHECKING:
     from cems_cli.api import Memory
@@ -37,10 +37,7 @@ def create(name: str = NameArgument, as_json: bool = JsonOption) -> None:
     """Create a team (CEMS administrators; you administer the team you create)."""
     with _memory() as memory:
         memory.teams.create(name)
-    if as_json:
-        emit_json({"team": name, "created": True})
-    else:
-        console.print(f"created team {name}", markup=False)
+    emit(as_json, {"team": name, "created": True}, f"created team {name}", markup=False)
 
 
 @team_app.command("add")
@@ -51,10 +48,8 @@ def add(name: str = NameArgument, role: str = RoleArgument,
     """Add a member to a team, or change whether they administer it."""
     with _memory() as memory:
         user = memory.teams.add(name, role, admin=admin)
-    if as_json:
-        emit_json({"team": name, "member": user, "role": role, "admin": admin})
-    else:
-        console.print(f"{user} is {'an admin' if admin else 'a member'} of team {name}", markup=False)
+    emit(as_json, {"team": name, "member": user, "role": role, "admin": admin},
+         f"{user} is {'an admin' if admin else 'a member'} of team {name}", markup=False)
 
 
 @team_app.command("remove")
@@ -62,10 +57,8 @@ def remove(name: str = NameArgument, role: str = RoleArgument, as_json: bool = J
     """Remove a member from a team (what they shared stays the team's)."""
     with _memory() as memory:
         user = memory.teams.remove(name, role)
-    if as_json:
-        emit_json({"team": name, "member": user, "removed": True})
-    else:
-        console.print(f"removed {user} from team {name}", markup=False)
+    emit(as_json, {"team": name, "member": user, "removed": True},
+         f"removed {user} from team {name}", markup=False)
 
 
 @team_app.command("list")

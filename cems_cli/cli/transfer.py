@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from cems_cli.cli.common import JsonOption, console, emit_json, fail, service
+from cems_cli.cli.common import JsonOption, console, emit, emit_json, fail, service
 
 
 def import_(
@@ -105,10 +105,7 @@ def export(
             sys.stdout.flush()
             return
         count = _write_atomically(out.expanduser(), svc.export_jsonl(embeddings=embeddings))
-    if as_json:
-        emit_json({"exported": count, "path": str(out)})
-    else:
-        console.print(f"Exported {count:,} memories to {out}")
+    emit(as_json, {"exported": count, "path": str(out)}, f"Exported {count:,} memories to {out}")
 
 
 def _write_atomically(path: Path, lines) -> int:
