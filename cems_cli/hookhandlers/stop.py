@@ -111,6 +111,3 @@ def handle(payload: dict[str, Any]) -> None:
 def main() -> int:
     return run_hook(handle)
 
-
-if __name__ == "__main__":
-    raise SystemExit(main())
