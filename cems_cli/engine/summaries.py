@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cems_cli import defaults
@@ -66,9 +66,7 @@ class SummaryReport:
                 f"{_count(self.groups, 'group')} and {_count(self.overviews, 'project')} summarised")
 
     def to_json(self) -> dict[str, Any]:
-        return {"projects": self.projects, "groups": self.groups, "overviews": self.overviews,
-                "written": self.written, "deleted": self.deleted, "by_llm": self.by_llm,
-                "skipped": self.skipped}
+        return asdict(self)
 
 
 def _count(n: int, noun: str) -> str:
@@ -197,8 +195,8 @@ def _group_prompt(members: list[Member], group: raptor.Group, project: str) -> s
 
 def _project_prompt(groups: list[Summary], project: str) -> str:
     lines = [f"Project: {project.removeprefix('project:') or '(none)'}", "Topic summaries:"]
-    for summary in sorted(groups, key=lambda s: s.period_start)[: raptor.PROJECT_GROUPS * 2]:
-        lines.append(f"- {summary.title}: {' '.join(summary.content.split())[:_LLM_MEMORY_CHARS * 2]}")
+    lines += [f"- {summary.title}: {' '.join(summary.content.split())[:_LLM_MEMORY_CHARS * 2]}"
+              for summary in sorted(groups, key=lambda s: s.period_start)[: raptor.PROJECT_GROUPS * 2]]
     return "\n".join(lines)
 
 

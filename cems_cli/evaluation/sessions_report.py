@@ -83,14 +83,12 @@ def is_sessions_result(result: dict[str, Any]) -> bool:
 
 def compare_session_rows(a: dict[str, Any], b: dict[str, Any]) -> list[Difference]:
     """Overall, each project and category (in either file), capture and latency, as (A, B, B − A)."""
-    rows: list[Difference] = []
     sections: list[tuple[str, Any, Any]] = [("overall", a.get("overall"), b.get("overall"))]
     for group in ("by_project", "by_category"):
         names = list(dict.fromkeys([*a.get(group, {}), *b.get(group, {})]))
         sections += [(name, a.get(group, {}).get(name), b.get(group, {}).get(name)) for name in names]
-    for name, row_a, row_b in sections:
-        for metric, higher in _GROUP_METRICS:
-            rows.append(Difference(name, metric, _number(row_a, metric), _number(row_b, metric), higher))
+    rows = [Difference(name, metric, _number(row_a, metric), _number(row_b, metric), higher)
+            for name, row_a, row_b in sections for metric, higher in _GROUP_METRICS]
     capture_a, capture_b = a.get("capture", {}), b.get("capture", {})
     rows.append(Difference("capture", "memories_per_session", _number(capture_a, "memories_per_session"),
                            _number(capture_b, "memories_per_session"), False))
