@@ -19,7 +19,7 @@ import numpy as np
 import psycopg
 
 from cems_cli.store.lexical import forget_stats
-from cems_cli.store.member_access import meta_from
+from cems_cli.store.member_access import all_documents_from, meta_from
 from cems_cli.store.records import MemoryRecord, NewMemory, document_columns
 
 # (column, PostgreSQL type) in COPY order; binary COPY needs every type spelled out.
@@ -87,19 +87,13 @@ class ChunkRow:
     context: str | None = None  # the memory's context, stored with each chunk (full-text weight D)
 
 
-# A member of a team server holds no privilege on the tables and reads through cems_visible_documents and
-# cems_visible_chunks (sql/019_member_api.sql).
-def _documents(restricted: bool) -> str:
-    return "cems_visible_documents()" if restricted else "memory_documents"
-
-
 def existing_ids(conn: psycopg.Connection, user: str, hashes: Sequence[str], *,
                  restricted: bool = False) -> dict[DedupKey, str]:
     """Live memories of `user` whose content hash is among `hashes`, in one query."""
     if not hashes:
         return {}
     rows = conn.execute(
-        f"SELECT id, scope, coalesce(team_id, ''), content_hash FROM {_documents(restricted)} d "
+        f"SELECT id, scope, coalesce(team_id, ''), content_hash FROM {all_documents_from(restricted)} d "
         "WHERE user_id = %s AND NOT archived AND content_hash = ANY(%s::text[])",
         (user, list(set(hashes))),
     ).fetchall()
@@ -325,6 +319,7 @@ def chunk_vectors(conn: psycopg.Connection, document_ids: Sequence[str], *,
     from cems_cli.store.search import as_array
 
     vectors: dict[str, list[np.ndarray]] = {}
+    # A member of a team server holds no privilege on the tables (sql/019_member_api.sql).
     source = "cems_visible_chunks(%(ids)s::uuid[])" if restricted else "memory_chunks"
     rows = conn.execute(
         f"SELECT document_id, embedding FROM {source} c WHERE document_id = ANY(%(ids)s::uuid[]) "
@@ -343,7 +338,7 @@ def iter_owned_memories(conn: psycopg.Connection, user: str, batch: int = 1000, 
     """
     with conn.transaction(), conn.cursor(name="cems_export") as cur:
         cur.execute(
-            f"SELECT {document_columns()} FROM {_documents(restricted)} d "
+            f"SELECT {document_columns()} FROM {all_documents_from(restricted)} d "
             "WHERE d.user_id = %s AND NOT d.archived AND d.category <> 'rules' ORDER BY d.created_at, d.seq",
             (user,),
         )

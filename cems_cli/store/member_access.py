@@ -53,6 +53,11 @@ def documents_from(identity: Identity, ids: str | None = None, *, tags: str | No
     return f"cems_visible_documents({ids or 'NULL'}, {tags or 'NULL'})"
 
 
+def all_documents_from(restricted: bool) -> str:
+    """`documents_from` for callers that know only whether the connection is a member's (all its rows)."""
+    return "cems_visible_documents()" if restricted else "memory_documents"
+
+
 def rules_from(identity: Identity) -> str:
     return "cems_visible_rules()" if identity.restricted else "rules"
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import psycopg
 
+from cems_cli.store.member_access import all_documents_from
+
 
 @dataclass(frozen=True)
 class Session:
@@ -108,17 +110,12 @@ def members(conn: psycopg.Connection, team: str) -> list[Member]:
     return [Member(r[0], bool(r[1]), r[2], r[3]) for r in rows]
 
 
-# A member reads memories and rules through functions, holding no privilege on the tables
-# (sql/019_member_api.sql; store/memories.py documents_from).
-def _documents(restricted: bool) -> str:
-    return "cems_visible_documents()" if restricted else "memory_documents"
-
-
 def shared_counts(conn: psycopg.Connection, team: str, *, restricted: bool = False) -> dict[str, int]:
     """Live shared memories of the team the caller can see, by category."""
     rows = conn.execute(
-        f"SELECT category, count(*) FROM {_documents(restricted)} d WHERE scope = 'shared' AND team_id = %s "
-        "AND NOT archived AND (expires_at IS NULL OR expires_at > now()) GROUP BY 1 ORDER BY 1",
+        f"SELECT category, count(*) FROM {all_documents_from(restricted)} d WHERE scope = 'shared' "
+        "AND team_id = %s AND NOT archived AND (expires_at IS NULL OR expires_at > now()) "
+        "GROUP BY 1 ORDER BY 1",
         (team,),
     ).fetchall()
     return {r[0]: int(r[1]) for r in rows}
@@ -128,7 +125,7 @@ def shared_rules(conn: psycopg.Connection, team: str, *, restricted: bool = Fals
     rules = "cems_visible_rules()" if restricted else "rules"
     rows = conn.execute(
         "SELECT d.id, r.tool, r.pattern, r.action, r.reason, d.user_id, r.created_at "
-        f"FROM {rules} r JOIN {_documents(restricted)} d ON d.id = r.document_id "
+        f"FROM {rules} r JOIN {all_documents_from(restricted)} d ON d.id = r.document_id "
         "WHERE d.scope = 'shared' AND d.team_id = %s AND NOT d.archived ORDER BY r.created_at, d.id",
         (team,),
     ).fetchall()
