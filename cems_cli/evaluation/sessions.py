@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from cems_cli.config import Settings, get_settings
 from cems_cli.evaluation import metrics
-from cems_cli.evaluation.runner import ProgressFactory, Update, git_state, throwaway_home
+from cems_cli.evaluation.runner import ProgressFactory, Update, _no_progress, git_state, throwaway_home
 from cems_cli.evaluation.sessions_data import (
     QuestionScore,
     SessionQuestion,
@@ -156,11 +156,6 @@ def run_sessions(dataset: SessionSet, base: Settings, *, trigger: str = "both", 
                      query_seconds=query_seconds, shift_days=offset.total_seconds() / 86400)
     details = [_detail(q, block, score, ms) for q, block, score, ms in asked]
     return SessionsRun(result, details, asked)
-
-
-@contextlib.contextmanager
-def _no_progress(_label: str) -> Iterator[Update]:
-    yield lambda _done, _total: None
 
 
 @contextlib.contextmanager
