@@ -16,9 +16,8 @@ documents' visibility). What makes it cheap:
   are scored first. A chunk holding none of them scores less than the summed IDF, at the shortest length,
   of the other terms it holds; when the limit-th score found beats that bound for all of them, nothing
   was missed. Otherwise only chunks holding one of the smallest sets of the other terms whose bound beats
-  it are scored (`a & b`: chunks holding two common terms are far fewer than those holding either). When
-  those sets could still match many chunks, the chunks holding all the other terms are scored first: the
-  best of the rest, they raise the floor the sets are found from.
+  it are scored (`a & b`: chunks holding two common terms are far fewer than those holding either), after
+  the chunks holding all of the other terms when those sets could match many: they raise the floor.
   In a big store, a term held by a large share of it (COMMON_FROM, COMMON_SHARE) brings no chunk in on its
   own when the query has a rarer term; the result is exact over the chunks holding one of the others.
 """
@@ -62,9 +61,9 @@ PRUNE_FIRST_CHUNKS = 2_000
 FLOOR_FIRST_FROM = 10_000
 FLOOR_TRIES = 3
 # Past the rarest terms, when the sets of the others that may still beat the floor can match this many chunks,
-# the chunks holding all the others are scored first (at most RAISE_FLOOR_CHUNKS of them) to raise it. A
-# million memories of real text and filler, the prompt hook's depth, 120 templated questions: lexical probe
-# p50 50 -> 15 ms, p95 358 -> 130; 200 of the session sets' questions: p50 5 ms either way; the same hits.
+# the chunks holding all the others are scored first (at most RAISE_FLOOR_CHUNKS) to raise it. 1M memories of
+# real text and filler, the hook's depth: 120 templated questions p50 50 -> 15 ms, p95 358 -> 130; 200 of
+# the session sets' p50 5 ms either way; the same hits.
 RAISE_FLOOR_FROM = 10_000
 RAISE_FLOOR_CHUNKS = 10_000
 # A term this many chunks hold, and this share of all, brings no chunk in on its own when the query has a
@@ -410,10 +409,9 @@ def _rarest_first(conn: psycopg.Connection, scoring: _Scoring, terms: LexicalTer
         held = tuple(lexeme for lexeme in rest if frequency_of[lexeme] > 0)
         if (sets is not None and not raised and _may_match(sets, frequency_of) >= RAISE_FLOOR_FROM
                 and len(held) >= 2 and not any(set(held) <= set(group) for group in sets)):
-            # Those sets may hold tens of thousands of chunks (words said together: "image resizer"), and
-            # the floor is only what the rarest terms' chunks reached. The chunks holding all the other
-            # terms are the best of the rest: scored first (up to RAISE_FLOOR_CHUNKS), they raise the floor,
-            # and the sets are found again from it. (When they are one of the sets, that set is scored.)
+            # Those sets may hold tens of thousands of chunks (words said together: "image resizer"). The
+            # chunks holding all the other terms, the best of the rest, raise the floor the sets are found
+            # from (unless they are one of the sets: that set is scored).
             raised = True
             rows, covered = _raise_floor(conn, scoring, rows, held, first, limit)
             continue
@@ -444,9 +442,8 @@ def _may_match(sets: Sequence[tuple[str, ...]], frequency_of: dict[str, int]) ->
 
 def _raise_floor(conn: psycopg.Connection, scoring: _Scoring, rows: list[Any], held: tuple[str, ...],
                  first: Sequence[str], limit: int) -> tuple[list[Any], tuple[str, ...] | None]:
-    """`rows` with the best chunks holding every one of `held` (and none of `first`, scored already), and
-    `held` when every such chunk was read (None when the cap cut them short: their scores still count, as
-    any scored chunk's do)."""
+    """`rows` with the best chunks holding all of `held` and none of `first`, and `held` when every such chunk
+    was read (None when the cap cut them short: their scores still count, as any scored chunk's do)."""
     more, complete = scoring.run_capped(conn, [held], RAISE_FLOOR_CHUNKS, excluding=first)
     return _merged(rows, more, limit), held if complete else None
 
