@@ -228,8 +228,8 @@ def _fatal_lines(tail: list[str]) -> list[str]:
 # The server's page cache: a search reads the chunks' heap and both search indexes, ~4 KB a memory (a 100k
 # store: 196 MB of chunks, 195 MB of HNSW index). PostgreSQL's default, 128 MB, held a fraction of a 100k
 # store and a hybrid search there took 63 ms (p50; 36 ms at 512 MB, bench/search_latency.py). At a million
-# memories (2 GB of HNSW index) 512 MB was the cost itself: the vector query at ef_search 800 went 33 -> 14.5
-# ms p50 at 3 GB, each page it visits no longer copied in from the kernel's cache (bench/RESULTS.md). An
+# memories (2 GB of HNSW index) 512 MB was the cost itself: the vector query at ef_search 800 went 40 -> 20
+# ms p50 at 3 GB, fewer of the pages it visits copied in from the kernel's cache (bench/RESULTS.md). An
 # eighth of the machine's memory (or of the container's limit), 128 MB to 4 GB: shared memory is touched,
 # hence used, only as the store grows.
 SHARED_BUFFERS_MIN_MB = 128
@@ -257,8 +257,8 @@ def _memory_bytes() -> int | None:
 def _prewarm_option(bins: Path) -> str:
     """pg_prewarm's autoprewarm, where the wheel ships it: the pages in the page cache are listed at shutdown
     (and every 5 minutes) and read back in the background after a start, so a restarted server's first
-    searches of a large store do not each wait on the pages they visit (a million memories: the vector
-    search p50 25-28 ms cold against 14.5 warm). The list names pages, never their contents."""
+    searches of a large store wait less on the pages they visit (a million memories: the first 200 vector
+    searches p50 28 -> 19 ms). The list names pages, never their contents."""
     library = bins.parent / "lib"
     if any((library / f"pg_prewarm{suffix}").is_file() for suffix in (".so", ".dylib")):
         return " -c shared_preload_libraries=pg_prewarm"
