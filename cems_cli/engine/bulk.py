@@ -421,19 +421,18 @@ def import_memories(service: MemoryService, memories: Sequence[NewMemory | Impor
 
 def build_memory_mb(conn: psycopg.Connection, settings: Settings) -> int | None:
     """maintenance_work_mem for building the search indexes of this store: on the embedded server (this
-    machine's), what the HNSW graph needs, up to a quarter of the machine's memory (the build is the one
-    time the store needs it; beyond it, pgvector builds on disk, several times slower). A shared server's
-    memory is its administrator's to give: None keeps the default."""
-    import os
-
+    machine's), what the HNSW graph needs, up to a quarter of the machine's memory (or of its container's
+    limit: the build is the one time the store needs it; beyond it, pgvector builds on disk, several times
+    slower). A shared server's memory is its administrator's to give: None keeps the default."""
     from cems_cli.store.db import locate
+    from cems_cli.store.embedded import memory_bytes
 
     if not locate(settings, start=False).embedded:
         return None
-    try:
-        total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
-    except (ValueError, OSError, AttributeError):
+    total = memory_bytes()
+    if total is None:
         return None
+    total_mb = total // (1024 * 1024)
     row = conn.execute("SELECT count(*) FROM memory_chunks").fetchone()  # exact: a load just changed it
     needed = store.hnsw_build_mb(int(row[0]) if row else 0, settings.resolved_embedding_dim)
     return min(needed, total_mb // 4)

@@ -85,6 +85,7 @@ __all__ = [
     "data_dir",
     "data_dir_size",
     "ensure_server",
+    "memory_bytes",
     "password_file",
     "read_postmaster",
     "remove_root_cluster",
@@ -238,7 +239,9 @@ SHARED_BUFFERS_MAX_MB = 4096
 _CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 
 
-def _memory_bytes() -> int | None:
+def memory_bytes() -> int | None:
+    """The memory the embedded server may use: the machine's, or its container's limit when lower; None when
+    unknown. Its page cache and the index builds' working memory are shares of it."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
@@ -266,7 +269,7 @@ def _prewarm_option(bins: Path) -> str:
 
 
 def shared_buffers_mb() -> int:
-    total = _memory_bytes()
+    total = memory_bytes()
     if total is None:
         return SHARED_BUFFERS_MIN_MB
     return max(SHARED_BUFFERS_MIN_MB, min(SHARED_BUFFERS_MAX_MB, total // 8 // (1024 * 1024)))

@@ -202,7 +202,8 @@ def test_bad_vectors_are_refused_by_line_and_store_nothing(cli, change, message)
     assert cli("status", "--json").json()["total"] == 0
 
 
-def test_index_builds_get_the_memory_an_hnsw_graph_needs_on_this_machine_only(lone_store, env):
+def test_index_builds_get_the_memory_an_hnsw_graph_needs_on_this_machine_only(lone_store, env, tmp_path,
+                                                                              monkeypatch):
     from cems_cli.config import load_settings
     from cems_cli.engine.bulk import build_memory_mb
     from cems_cli.store import bulk as store
@@ -216,3 +217,8 @@ def test_index_builds_get_the_memory_an_hnsw_graph_needs_on_this_machine_only(lo
     wanted = build_memory_mb(lone_store.conn, embedded)
     total_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1024 * 1024)
     assert wanted is not None and 0 < wanted <= total_mb // 4
+    # In a container, a quarter of its memory limit (cgroup), not of the machine's.
+    limit = tmp_path / "memory.max"
+    limit.write_text(f"{64 * 1024 * 1024}\n")
+    monkeypatch.setattr("cems_cli.store.embedded._CGROUP_LIMITS", (str(limit),))
+    assert build_memory_mb(lone_store.conn, embedded) == 16
