@@ -9,6 +9,7 @@ The cache is ``$CLAUDE_CODE_E2E_DIR`` or ``<user cache dir>/cems-tests/claude-co
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -103,16 +104,15 @@ def install_claude_code(root: Path | None = None, timeout: float = 600) -> Path:
     return _binary(target)
 
 
-_installed: Path | None = None
+@functools.cache
+def _installed() -> Path:
+    return install_claude_code()
 
 
 def claude_code_or_skip() -> Path:
     """For fixtures: the installed CLI, or skip the test saying why it could not be installed. Checked once
-    per process: each check runs the binary."""
-    global _installed
-    if _installed is None:
-        try:
-            _installed = install_claude_code()
-        except (InstallError, OSError) as exc:
-            pytest.skip(f"Claude Code CLI unavailable: {exc}")
-    return _installed
+    per process: each check runs the binary (a failure is not kept: it raises)."""
+    try:
+        return _installed()
+    except (InstallError, OSError) as exc:
+        pytest.skip(f"Claude Code CLI unavailable: {exc}")
