@@ -406,15 +406,15 @@ def _rarest_first(conn: psycopg.Connection, scoring: _Scoring, terms: LexicalTer
         sets = None
         if floor is not None:
             sets = _sets_that_may_beat(rest, floor, idf_of, terms.pairs, phrase_weights, also=common)
-        held = tuple(lexeme for lexeme in rest if frequency_of[lexeme] > 0)
-        if (sets is not None and not raised and _may_match(sets, frequency_of) >= RAISE_FLOOR_FROM
-                and len(held) >= 2 and not any(set(held) <= set(group) for group in sets)):
+        if sets is not None and not raised and _may_match(sets, frequency_of) >= RAISE_FLOOR_FROM:
             # Those sets may hold tens of thousands of chunks (words said together: "image resizer"). The
             # chunks holding all the other terms, the best of the rest, raise the floor the sets are found
             # from (unless they are one of the sets: that set is scored).
             raised = True
-            rows, covered = _raise_floor(conn, scoring, rows, held, first, limit)
-            continue
+            held = tuple(lexeme for lexeme in rest if frequency_of[lexeme] > 0)
+            if len(held) >= 2 and not any(set(held) <= set(group) for group in sets):
+                rows, covered = _raise_floor(conn, scoring, rows, held, first, limit)
+                continue
         if sets is not None:
             # Chunks holding a set with every term of `covered` in it were all scored already.
             sets = [group for group in sets if covered is None or not set(covered) <= set(group)]
