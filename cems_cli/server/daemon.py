@@ -220,7 +220,7 @@ def serve(idle_seconds: float | None = None) -> int:
         signal.signal(sig, lambda *_: stop.set())
     # shutdown() waits for serve_forever's next poll: at 0.5 s (the default) every stop took up to half a
     # second, paid by `cems db stop`, uninstall and each eval's throwaway home. 20 idle wake-ups a second
-    # cost nothing measurable.
+    # cost 50 ms of CPU in 20 s of waiting (0.25% of a core), until the idle timeout ends the server.
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
