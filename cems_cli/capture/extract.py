@@ -100,6 +100,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(✅❌☑✔✓])")
 # with a check mark (a progress report's items); a single line break inside a paragraph (or between two
 # streamed blocks of one answer) is only a space.
 _PARAGRAPH_END = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•>#|]|\d+[.)])\s)|\n(?=\s*[✅❌☑✔])")
+# A heading's line is a paragraph of its own, with no blank line around it too. The text right under it went
+# with it (headings are not prose): "### Problem\nThe error occurred because `frontend/package.json` pinned …"
+# left no finding; and "### Solution" right under a sentence was read as the sentence's last words.
+_HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t].*$", re.M)
 _CHECKED = re.compile(r"\s*[✅❌☑✔]")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 _MIN_WORDS, _MAX_CHARS = 4, 300
@@ -108,6 +112,7 @@ _MIN_WORDS, _MAX_CHARS = 4, 300
 def _paragraphs(text: str) -> list[str]:
     """The prose paragraphs of a text, each on one line (code blocks, headings, table rows are not prose)."""
     text = re.sub(r"```.*?(?:```|\Z)", "\n\n", text, flags=re.S)
+    text = _HEADING_LINE.sub(lambda heading: f"\n{heading.group(0)}\n", text)
     parts: list[str] = []
     for paragraph in _PARAGRAPH_END.split(text):
         if _CHECKED.match(paragraph) and "\n" in paragraph.strip():  # a check-marked item is its line

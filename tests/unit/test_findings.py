@@ -78,6 +78,18 @@ def test_headings_alone_and_code_blocks_are_left_out_and_a_one_line_command_bloc
     assert finding_sentences(answer) == ["The CLI is installed with: `brew install 1password-cli`."]
 
 
+def test_the_text_right_under_a_heading_is_not_taken_for_the_heading():
+    answer = (
+        "## Issue fixed\n\n### **Problem**\nThe error occurred because `frontend/package.json` pinned "
+        "`@next/swc-darwin-arm64`, a macOS-only package.\n### Solution\n"
+        "I removed the pin from `frontend/package.json`."
+    )
+    assert finding_sentences(answer) == [
+        "The error occurred because `frontend/package.json` pinned `@next/swc-darwin-arm64`, "
+        "a macOS-only package."
+    ]
+
+
 def test_what_another_memory_of_the_turn_holds_is_not_repeated():
     fix = (
         '`pnpm test:e2e` failed with "Executable doesn\'t exist"; '
