@@ -18,6 +18,7 @@ from cems_cli.capture.extract import (
     DENIED_RULE,
     DENIED_USER,
     FAILED,
+    NOT_RUN,
     denial_reason,
     tool_outcome,
 )
@@ -296,6 +297,9 @@ class ChunkBuilder:
         if outcome == DENIED_USER:
             chunk.add("denied", what)
             chunk.note("Refused by the user.")
+            return
+        if outcome == NOT_RUN:
+            chunk.note("The client could not start it.")
             return
         failed = outcome == FAILED or (name == "Bash" and _FAILURE.search(event.text) is not None)
         if name == "Bash" and label:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from cems_cli.capture.tool_patterns import Statement
 
-RAN, FAILED, DENIED_RULE, DENIED_USER = "ran", "failed", "denied_rule", "denied_user"
+RAN, FAILED, DENIED_RULE, DENIED_USER, NOT_RUN = "ran", "failed", "denied_rule", "denied_user", "not_run"
 
 # A PreToolUse deny reaches the transcript as an is_error tool_result: "PreToolUse:Bash hook error: <reason>"
 # (Claude Code 2.1), "<Tool> operation blocked by hook:\n- <reason>" (earlier 2.x), or CEMS's own wording.
@@ -34,20 +34,27 @@ _RULE_DENIAL = re.compile(
 _USER_DENIAL = re.compile(
     r"The user doesn't want to (?:proceed with this tool use|take this action)"
     r"|requested permissions? to use \S+, but you haven't granted it"
-    r"|Permission to use \S+ has been denied"
+    r"|Permission to use \S+ has been (?:auto-)?denied"
     r"|\buser (?:rejected|denied) (?:the|this) tool",
     re.I,
 )
+# The client failing before the command ran: on Windows, Claude Code turns the working folder into a POSIX
+# path with cygpath first, and when that fails the result is cygpath's error. Read as the command's failure,
+# the retry that ran made a false "`X` failed …; `Y` worked instead" (17 of one Windows user's 251 memories).
+_CLIENT_FAILURE = re.compile(r"Command failed: cygpath\b")
 _CEMS_RULE_ID = re.compile(r"Blocked by CEMS rule [0-9a-f-]{8,}:\s*", re.I)
 _RULE_PATTERN_NOTE = re.compile(r"\s*\(pattern '[^']*'\)\s*$")
 
 
 def tool_outcome(text: str, is_error: bool) -> str:
-    """ran / failed / denied_rule / denied_user for one tool_result. Only an is_error result is a denial:
-    a successful `grep "hook error:"` must not read as one."""
+    """ran / failed / denied_rule / denied_user / not_run (the client could not start it) for one
+    tool_result. Only an is_error result is a denial: a successful `grep "hook error:"` must not read as
+    one."""
     if not is_error:
         return RAN
     head = text.strip()[:2000]
+    if _CLIENT_FAILURE.match(head):
+        return NOT_RUN
     if _USER_DENIAL.search(head):
         return DENIED_USER
     if _RULE_DENIAL.search(head):

@@ -415,6 +415,26 @@ def test_a_variant_that_works_after_a_failure_is_a_learning():
 
 
 
+@pytest.mark.parametrize("first", [
+    # Claude Code on Windows: the working folder could not be turned into a POSIX path; nothing ran.
+    "Command failed: cygpath -u 'c:\\users\\dev'\n      0 [main] cygpath (19308) child_copy: cygheap read",
+    # The permission mode said no: nothing ran.
+    "Permission to use Bash has been auto-denied in dontAsk mode.",
+])
+def test_a_command_the_client_never_started_is_no_failure_and_its_retry_no_remedy(first):
+    [chunk] = fold(
+        [
+            prompt("Which tests are there?"),
+            call("t1", "Bash", {"command": "ls tests/unit"}),
+            result("t1", first, True),
+            call("t2", "Bash", {"command": "ls tests"}),
+            result("t2", "unit\nintegration"),
+        ]
+    )
+    assert not [o for o in chunk.observations if o.category == "learnings"]
+    assert chunk.session["errors"] == []
+
+
 def test_another_command_of_the_same_program_is_no_remedy():
     """Two remote commands through one host share a command key; the second is the next thing the agent
     ran, not what fixed the first."""
