@@ -19,8 +19,10 @@ from cems_cli.store.records import MemoryRecord, document_columns
 # questions over memories of real text (bench/scale.py; pgvector 0.8, m 16, ef_construction 64): 100k chunks
 # 0.935 at ef 100, 0.989 at 200; 200k chunks 0.806 at 200, 0.888 at 400, 0.962 at 800 (the vector query alone
 # 6.1, 9.0 and 16.4 ms p50). A denser graph did not help: ef_construction 128 gave 0.790 / 0.905. 1M (200k
-# real, the rest filler), two builds: 0.930 / 0.913 at 400, 0.955 / 0.976 at 800; the vector query alone
-# p50 19 -> 34 ms, the whole vector search 36 -> 59 ms.
+# real, the rest filler), four builds: 0.912–0.949 at 400, 0.955–0.991 at 800; the vector query alone
+# p50 19 -> 34 ms, the whole vector search 36 -> 59 ms. A graph of m 32 (two builds) gave 0.962 / 0.971 at
+# 400, but each step of the beam costs twice as much: the vector query at ef 400 took as long as m 16's at 800
+# (20–22 against 18–21 ms with the index in the page cache), and the index took twice as long to build.
 HNSW_EF_SEARCH = 200
 HNSW_EF_SEARCH_LARGE = 800
 HNSW_LARGE_STORE = 150_000  # chunks in the store (planner statistics) from which the larger beam is used
