@@ -38,10 +38,15 @@ _USER_DENIAL = re.compile(
     r"|\buser (?:rejected|denied) (?:the|this) tool",
     re.I,
 )
-# The client failing before the command ran: on Windows, Claude Code turns the working folder into a POSIX
-# path with cygpath first, and when that fails the result is cygpath's error. Read as the command's failure,
-# the retry that ran made a false "`X` failed …; `Y` worked instead" (17 of one Windows user's 251 memories).
-_CLIENT_FAILURE = re.compile(r"Command failed: cygpath\b")
+# The client failing before the command ran, on Windows: Claude Code turns the working folder into a POSIX
+# path with cygpath first, its shell cannot fork (Cygwin's "child_copy: cygheap read copy failed"), or
+# Windows cannot start the process (0xC0000142, DLL initialisation failed). Read as the command's failure,
+# the retry that ran made a false "`X` failed …; `Y` worked instead" (58 such results in one Windows
+# user's sessions).
+_CLIENT_FAILURE = re.compile(
+    r"\ACommand failed: cygpath\b|\bchild_copy: cygheap read copy failed\b|\bdofork: child -1\b"
+    r"|\AExit code 3221225794\Z"
+)
 _CEMS_RULE_ID = re.compile(r"Blocked by CEMS rule [0-9a-f-]{8,}:\s*", re.I)
 _RULE_PATTERN_NOTE = re.compile(r"\s*\(pattern '[^']*'\)\s*$")
 
@@ -53,7 +58,7 @@ def tool_outcome(text: str, is_error: bool) -> str:
     if not is_error:
         return RAN
     head = text.strip()[:2000]
-    if _CLIENT_FAILURE.match(head):
+    if _CLIENT_FAILURE.search(head):
         return NOT_RUN
     if _USER_DENIAL.search(head):
         return DENIED_USER

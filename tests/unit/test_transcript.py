@@ -416,8 +416,11 @@ def test_a_variant_that_works_after_a_failure_is_a_learning():
 
 
 @pytest.mark.parametrize("first", [
-    # Claude Code on Windows: the working folder could not be turned into a POSIX path; nothing ran.
+    # Claude Code on Windows: the working folder could not be turned into a POSIX path, the shell could not
+    # fork, Windows could not start the process; nothing ran.
     "Command failed: cygpath -u 'c:\\users\\dev'\n      0 [main] cygpath (19308) child_copy: cygheap read",
+    "Exit code 255\n      0 [main] bash (33480) child_copy: cygheap read copy failed, 0x0..0x800021730",
+    "Exit code 3221225794",
     # The permission mode said no: nothing ran.
     "Permission to use Bash has been auto-denied in dontAsk mode.",
 ])
