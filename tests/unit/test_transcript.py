@@ -10,6 +10,7 @@ import random
 import pytest
 
 from cems_cli.capture.chunks import ChunkBuilder
+from cems_cli.capture.extract import decision_sentences
 from cems_cli.capture.extraction import parse_extraction
 from cems_cli.capture.observations import NO_OBSERVE_MARKER, Limits, clip, command_key
 from cems_cli.capture.transcript import (
@@ -528,6 +529,43 @@ def test_the_answer_states_a_decision_only_with_words_that_say_a_choice_was_made
     assert [o.text for o in chunk.observations if o.category == "decisions"] == [
         "Use pnpm instead of npm in this repository."
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "by_agent"),
+    [
+        ("Great, let's move on to 3.2 in user story 3.", False),  # moving through a plan
+        ("Now that both services are deployed, let's move on to the production Supabase setup.", True),
+        ("Ok, let's keep working through the next steps.", False),
+        ("Let's go with option B please.", False),  # the option is named elsewhere
+        ("Great, let's go with your recommendation.", False),
+        ("Create a new branch and switch to it.", False),
+        # Pasted text: a changelog, a bug report. "Instead of" describes there; it decides nothing.
+        ("Fixed timer duration showing 11m 60s instead of 12m 0s", False),
+        ("Shell: Switch to in-memory shell snapshot to fix file-related errors", False),
+        ("But this example (using method=u'POST' instead of method='POST') produces an error.", False),
+    ],
+)
+def test_moving_on_an_option_named_elsewhere_and_pasted_text_are_no_decisions(text: str, by_agent: bool):
+    assert decision_sentences(text, by_agent=by_agent) == []
+    turn = [prompt("Next?"), say(text, "m1")] if by_agent else [prompt(text), say("Noted.", "m1")]
+    [chunk] = fold(turn)
+    assert [o.text for o in chunk.observations if o.category == "decisions"] == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "For environment, let's keep things local for now, assuming that will also work in a GitHub runner.",
+        "Let's switch to `gpt-4o-mini`, which is still cheap but more compatible.",
+        "Move the conversation fetching to internal API routes instead of querying Supabase from the page.",
+        "Note: we use SUPABASE_PUBLISHABLE_KEY instead of the anon key.",
+        "Avoid duplicate comments; update the bot's comment instead of posting a new one.",
+        "We should NEVER be in mock mode in production. I'd much rather fail loudly rather than mock.",
+    ],
+)
+def test_a_choice_in_the_users_own_words_is_still_a_decision(text: str):
+    assert decision_sentences(text) == [text]
 
 def test_long_turns_are_split_and_the_continuation_keeps_the_request():
     lines = [prompt("Migrate every handler")]
