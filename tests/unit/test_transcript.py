@@ -10,7 +10,7 @@ import random
 import pytest
 
 from cems_cli.capture.chunks import ChunkBuilder
-from cems_cli.capture.extract import decision_sentences
+from cems_cli.capture.extract import decision_sentences, sentences
 from cems_cli.capture.extraction import parse_extraction
 from cems_cli.capture.observations import NO_OBSERVE_MARKER, Limits, clip, command_key
 from cems_cli.capture.transcript import (
@@ -566,6 +566,18 @@ def test_moving_on_an_option_named_elsewhere_and_pasted_text_are_no_decisions(te
 )
 def test_a_choice_in_the_users_own_words_is_still_a_decision(text: str):
     assert decision_sentences(text) == [text]
+
+
+def test_a_sentence_ends_before_the_emoji_that_opens_the_next():
+    pasted = "I want to avoid using mocks as much as possible. ⚠️ Tests That Need Full Services: 14/29 failed."
+    [chunk] = fold([prompt(pasted), say("Noted.", "m1")])
+    assert [o.text for o in chunk.observations if o.category == "preferences"] == [
+        "I want to avoid using mocks as much as possible."
+    ]
+    answer = "The agent runs on Railway. 🚀 Health: `/health` answers 200. → Next: the smoke test."
+    assert sentences(answer) == [
+        "The agent runs on Railway.", "🚀 Health: `/health` answers 200.", "→ Next: the smoke test."
+    ]
 
 def test_long_turns_are_split_and_the_continuation_keeps_the_request():
     lines = [prompt("Migrate every handler")]
