@@ -146,6 +146,15 @@ _PARAGRAPH_END = re.compile(r"\n\s*\n|\n(?=\s*(?:[-*•>#|]|\d+[.)])\s)|\n(?=\s*
 _HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t].*$", re.M)
 _CHECKED = re.compile(r"\s*[✅❌☑✔]")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+# The items under a question that offers ("Would you like me to:\n1. Investigate the Railway agent issue\n
+# 2. Update the tasks.md with our current progress") are what the agent could do next, not what it found:
+# 54 such lists (185 items) in the answers of two sets of real sessions, and one item, kept as a finding,
+# ranked first for two questions it had nothing to say about.
+_OFFER = re.compile(
+    r"\b(?:would you like(?: me)? to|do you want(?: me)? to|want me to|should i|shall i|would you prefer"
+    r"|what would you like)\b[^.!?\n]*[:?][*_\s]*$",
+    re.I,
+)
 _MIN_WORDS, _MAX_CHARS = 4, 300
 
 
@@ -159,11 +168,19 @@ def _paragraphs(text: str) -> list[str]:
             parts += paragraph.strip().split("\n", 1)
         else:
             parts.append(paragraph)
-    return [
-        " ".join(_LIST_MARK.sub("", paragraph).split())
-        for paragraph in parts
-        if not paragraph.strip().startswith(("#", "|", ">"))
-    ]
+    prose: list[str] = []
+    offering = False
+    for paragraph in parts:
+        if not paragraph.strip():
+            continue
+        if _LIST_MARK.match(paragraph):
+            if offering:
+                continue
+        else:
+            offering = bool(_OFFER.search(paragraph.strip()))
+        if not paragraph.strip().startswith(("#", "|", ">")):
+            prose.append(" ".join(_LIST_MARK.sub("", paragraph).split()))
+    return prose
 
 
 def sentences(text: str) -> list[str]:

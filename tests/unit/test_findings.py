@@ -90,6 +90,23 @@ def test_the_text_right_under_a_heading_is_not_taken_for_the_heading():
     ]
 
 
+def test_the_options_an_answer_offers_are_not_what_it_found():
+    answer = (
+        "The agent service on Railway is not answering chat requests; its `/health` answers 200.\n\n"
+        "**Would you like me to:**\n"
+        "1. **Investigate the Railway agent** (check `OPENAI_API_KEY` in its variables)\n"
+        "2. **Update the tasks.md** with our current progress\n\n"
+        "The frontend on Vercel works: conversations are stored in `public.conversations`."
+    )
+    assert finding_sentences(answer) == [
+        "The agent service on Railway is not answering chat requests; its `/health` answers 200.",
+        "The frontend on Vercel works: conversations are stored in `public.conversations`.",
+    ]
+    # A question that is not an offer leaves the list under it alone.
+    answer = "Should I use Postgres or SQLite? What I found:\n- Postgres runs on port 5433 in `compose.yaml`."
+    assert finding_sentences(answer) == ["Postgres runs on port 5433 in `compose.yaml`."]
+
+
 def test_what_another_memory_of_the_turn_holds_is_not_repeated():
     fix = (
         '`pnpm test:e2e` failed with "Executable doesn\'t exist"; '
