@@ -170,15 +170,12 @@ def _paragraphs(text: str) -> list[str]:
             parts.append(paragraph)
     prose: list[str] = []
     offering = False
-    for paragraph in parts:
-        if not paragraph.strip():
+    for paragraph in map(str.strip, parts):
+        if not paragraph or offering and _LIST_MARK.match(paragraph):
             continue
-        if _LIST_MARK.match(paragraph):
-            if offering:
-                continue
-        else:
-            offering = bool(_OFFER.search(paragraph.strip()))
-        if not paragraph.strip().startswith(("#", "|", ">")):
+        if not _LIST_MARK.match(paragraph):
+            offering = bool(_OFFER.search(paragraph))
+        if not paragraph.startswith(("#", "|", ">")):
             prose.append(" ".join(_LIST_MARK.sub("", paragraph).split()))
     return prose
 
